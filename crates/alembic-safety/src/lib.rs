@@ -1,0 +1,25 @@
+//! Safety layer of Alembic: what tools may touch and what they may run.
+//!
+//! - [`PathGuard`] confines every file access of a tool beneath the project
+//!   root with directory handles (`openat2` with `RESOLVE_BENEATH |
+//!   RESOLVE_NO_MAGICLINKS`, or a component walk that holds directory
+//!   handles). Writes refuse control paths (`.git/`, `.alembic/`, `.env*`,
+//!   lock files), symlinks and hard links.
+//!
+//! ```
+//! use alembic_safety::{Access, PathGuard, WriteMode};
+//! # let dir = tempfile::tempdir()?;
+//! let guard = PathGuard::new(dir.path())?;
+//! guard.write("notes/todo.md", b"- ship\n", WriteMode::Replace)?;
+//! assert_eq!(guard.read_to_string("notes/todo.md")?, "- ship\n");
+//! assert!(guard.check("../outside", Access::Read).is_err());
+//! assert!(guard.check(".git/config", Access::Write).is_err());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub mod path;
+
+pub use path::{
+    Access, DirEntryInfo, EntryKind, FileInfo, PathError, PathGuard, PathLimits, RemoveReport,
+    Strategy, WriteMode, WriteReport,
+};

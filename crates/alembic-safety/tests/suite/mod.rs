@@ -1,0 +1,4 @@
+mod corpora;
+mod fixture;
+mod path_races;
+mod paths;
