@@ -1,0 +1,56 @@
+//! The core of Alembic's tool runtime: what a tool is, how tools are registered and found, how
+//! arguments from any LLM vendor are normalised and validated, which tools a caller may use,
+//! and the one pipeline every call passes through (gates, cache, records, audit).
+//!
+//! Main types: [`ToolRegistry`], [`ToolDefinition`], [`Pipeline`], [`Middleware`],
+//! [`ToolCall`], [`ToolOutcome`], [`PresetCatalog`], [`AuditLog`].
+//!
+//! ```
+//! use std::sync::Arc;
+//! use alembic_tools::*;
+//! use serde_json::json;
+//!
+//! let registry = Arc::new(ToolRegistry::new());
+//! registry.register(ToolDefinition::new(
+//!     "echo_text", "Echo the text back.",
+//!     json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
+//!     ToolModule::Composite, EffectClass::ReadOnly,
+//!     handler_fn(|args, _ctx| async move { Ok(ToolOutput::new(args.clone(), args["text"].as_str().unwrap_or("").to_string())) }),
+//! )).unwrap();
+//! let pipeline = Pipeline::builder(registry, ".").build();
+//! let rt = tokio::runtime::Runtime::new().unwrap();
+//! let caller = Caller::new("doc", Allowlist::only(["echo_text"]));
+//! let outcome = rt.block_on(pipeline.execute(ToolCall::new("echo_text", json!({"text": "hi"}), caller)));
+//! assert_eq!(outcome.text_for_model(), "hi");
+//! ```
+
+pub mod args;
+pub mod audit;
+pub mod canonical;
+pub mod capability;
+pub mod context;
+pub mod definition;
+pub mod events;
+pub mod meta;
+pub mod pipeline;
+pub mod redact;
+pub mod registry;
+
+pub use args::{ArgumentError, ArgumentErrors, Coercion, PARAM_ALIASES, Rename, RenameRule};
+pub use audit::{AuditEntry, AuditError, AuditLog, AuditRecord, AuditSink, VerifyReport};
+pub use capability::{Allowlist, PresetCatalog, PresetError};
+pub use context::{Caller, Services, ServicesBuilder, ToolContext};
+pub use definition::{
+    EffectClass, HandlerFuture, ToolDefinition, ToolError, ToolHandler, ToolModule, ToolOutput,
+    ToolSchema, handler_fn,
+};
+pub use events::{EventBus, ToolEvent, ToolEventKind};
+pub use pipeline::{
+    AllowlistGate, BeforeVerdict, CallResult, DEFAULT_TIMEOUT, Middleware, MiddlewareError,
+    MiddlewareSlot, OutcomeStatus, Pipeline, PipelineBuilder, PreparedCall, ReadOnlySafety,
+    SafetyCheck, SafetyDecision, SafetyGate, ToolCall, ToolMetadata, ToolOutcome, trusted_caller,
+};
+pub use registry::{RegisteredTool, RegistryError, ToolRegistry, is_snake_case};
+
+/// Re-exported so that middleware implementations need not depend on async-trait themselves.
+pub use async_trait::async_trait;
