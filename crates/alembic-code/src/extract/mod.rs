@@ -1,0 +1,664 @@
+//! Turning a syntax tree into a [`FileSummary`].
+//!
+//! One generic walk ([`Walker`]) keeps the nesting (which type and which function we are
+//! in, and the typed locals of that function); a per-language `classify` function says
+//! what each node is. Language modules only know their grammar's node kinds.
+
+mod c_family;
+mod go;
+mod java;
+mod js;
+mod kotlin;
+mod objc;
+mod python;
+mod rust;
+mod swift;
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use tree_sitter::{Node, Parser};
+
+use crate::language::Lang;
+use crate::summary::{
+    CallSite, FileSummary, Import, Method, Property, ReceiverKind, TypeDecl, TypeKind,
+};
+
+/// Deeper nodes are not visited, so pathological (generated) files cannot exhaust the
+/// stack of a worker thread. Real code rarely nests beyond ~100.
+const MAX_DEPTH: usize = 512;
+/// Signatures longer than this are cut (with `…`).
+const MAX_SIGNATURE: usize = 240;
+
+/// Why a file could not be summarised.
+#[derive(Debug, thiserror::Error)]
+pub enum ParseError {
+    #[error("tree-sitter grammar for {lang} is incompatible with the linked runtime: {message}")]
+    Grammar { lang: &'static str, message: String },
+    #[error("tree-sitter gave up parsing {path}")]
+    NoTree { path: String },
+}
+
+thread_local! {
+    /// Parsers are not `Sync`; each worker thread keeps one per language.
+    static PARSERS: RefCell<HashMap<Lang, Parser>> = RefCell::new(HashMap::new());
+}
+
+/// Parses `source` as `lang` and extracts its summary. `path` is stored as given.
+pub fn summarize(path: &str, lang: Lang, source: &str) -> Result<FileSummary, ParseError> {
+    let tree = PARSERS.with(|cell| {
+        let mut parsers = cell.borrow_mut();
+        let parser = match parsers.entry(lang) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(v) => {
+                let mut parser = Parser::new();
+                parser
+                    .set_language(&lang.grammar())
+                    .map_err(|e| ParseError::Grammar {
+                        lang: lang.name(),
+                        message: e.to_string(),
+                    })?;
+                v.insert(parser)
+            }
+        };
+        parser
+            .parse(source, None)
+            .ok_or_else(|| ParseError::NoTree {
+                path: path.to_string(),
+            })
+    })?;
+    let mut walker = Walker::new(path, lang, source);
+    walker.visit(tree.root_node(), 0);
+    Ok(walker.finish())
+}
+
+/// What a language's classifier says a node is.
+pub(crate) enum Found {
+    /// A type declaration; its children are visited inside it.
+    Type(TypeDecl),
+    /// A method or function. `owner` overrides the enclosing type (Go receivers, C++
+    /// `Foo::bar`, Kotlin extension functions) and says which kind of decl to add to.
+    Function {
+        method: Method,
+        owner: Option<(String, TypeKind)>,
+        /// Name the body uses for the instance (Go receiver, Python `self`).
+        self_name: Option<String>,
+    },
+    /// Properties of the enclosing type; children are still visited.
+    Properties(Vec<Property>),
+    /// Imports; children are not visited.
+    Imports(Vec<Import>),
+    /// A call; children (arguments, chained receivers) are visited too.
+    Call(RawCall),
+    /// Several calls found in one node (Rust macro token trees).
+    Calls(Vec<RawCall>),
+    /// Typed names in the current function (locals, parameters); children visited.
+    Bindings(Vec<(String, String)>),
+    /// The file is a program entry point; children visited.
+    EntryPoint,
+    /// Nothing to record; visit children.
+    Descend,
+    /// Nothing to record below this node (comments, string literals).
+    Skip,
+}
+
+/// A call as the classifier sees it, before receiver types are resolved.
+pub(crate) struct RawCall {
+    pub callee: String,
+    pub receiver: Option<String>,
+    /// Type the call syntax itself names (`Circle::new`, `new Circle()`, `[Circle alloc]`).
+    pub static_type: Option<String>,
+    pub is_super: bool,
+}
+
+impl RawCall {
+    pub(crate) fn bare(callee: impl Into<String>) -> RawCall {
+        RawCall {
+            callee: callee.into(),
+            receiver: None,
+            static_type: None,
+            is_super: false,
+        }
+    }
+
+    pub(crate) fn on(receiver: impl Into<String>, callee: impl Into<String>) -> RawCall {
+        RawCall {
+            callee: callee.into(),
+            receiver: Some(receiver.into()),
+            static_type: None,
+            is_super: false,
+        }
+    }
+}
+
+/// Where the method being walked lives, so its complexity can be filled in on exit.
+#[derive(Clone, Copy)]
+enum MethodSlot {
+    Owned(usize, usize),
+    Free(usize),
+}
+
+struct FunctionScope {
+    owner: Option<String>,
+    name: String,
+    self_name: Option<String>,
+    bindings: HashMap<String, String>,
+    slot: MethodSlot,
+    complexity: u32,
+}
+
+/// The generic tree walk. Language classifiers read the source through it.
+pub(crate) struct Walker<'s> {
+    pub src: &'s str,
+    pub lang: Lang,
+    out: FileSummary,
+    type_stack: Vec<usize>,
+    function: Option<FunctionScope>,
+    /// Typed names outside any function (Swift/Kotlin top-level `let`, scripts).
+    file_bindings: HashMap<String, String>,
+}
+
+impl<'s> Walker<'s> {
+    fn new(path: &str, lang: Lang, src: &'s str) -> Walker<'s> {
+        let line_count = src.lines().count();
+        Walker {
+            src,
+            lang,
+            out: FileSummary {
+                path: path.to_string(),
+                language: lang,
+                line_count,
+                imports: Vec::new(),
+                types: Vec::new(),
+                functions: Vec::new(),
+                calls: Vec::new(),
+                has_entry_point: false,
+            },
+            type_stack: Vec::new(),
+            function: None,
+            file_bindings: HashMap::new(),
+        }
+    }
+
+    fn finish(mut self) -> FileSummary {
+        // A Swift program's top-level code lives in `main.swift`.
+        if self.lang == Lang::Swift
+            && (self.out.path == "main.swift" || self.out.path.ends_with("/main.swift"))
+        {
+            self.out.has_entry_point = true;
+        }
+        self.out
+    }
+
+    fn classify(&self, node: Node) -> Found {
+        match self.lang {
+            Lang::Swift => swift::classify(self, node),
+            Lang::ObjC => objc::classify(self, node),
+            Lang::Rust => rust::classify(self, node),
+            Lang::Python => python::classify(self, node),
+            Lang::TypeScript | Lang::Tsx | Lang::JavaScript => js::classify(self, node),
+            Lang::Go => go::classify(self, node),
+            Lang::Java => java::classify(self, node),
+            Lang::Kotlin => kotlin::classify(self, node),
+            Lang::C | Lang::Cpp => c_family::classify(self, node),
+        }
+    }
+
+    fn visit(&mut self, node: Node, depth: usize) {
+        if depth > MAX_DEPTH {
+            return;
+        }
+        if let Some(f) = self.function.as_mut()
+            && is_branch(node, self.src)
+        {
+            f.complexity += 1;
+        }
+        match self.classify(node) {
+            Found::Type(decl) => self.enter_type(node, decl, depth),
+            Found::Function {
+                method,
+                owner,
+                self_name,
+            } => self.enter_function(node, method, owner, self_name, depth),
+            Found::Properties(props) => {
+                if let Some(&idx) = self.type_stack.last() {
+                    self.out.types[idx].properties.extend(props);
+                }
+                self.visit_children(node, depth);
+            }
+            Found::Imports(imports) => self.out.imports.extend(imports),
+            Found::Call(call) => {
+                self.record_call(node, call);
+                self.visit_children(node, depth);
+            }
+            Found::Calls(calls) => {
+                for call in calls {
+                    self.record_call(node, call);
+                }
+                self.visit_children(node, depth);
+            }
+            Found::Bindings(bindings) => {
+                let target = match self.function.as_mut() {
+                    Some(f) => &mut f.bindings,
+                    None => &mut self.file_bindings,
+                };
+                target.extend(bindings);
+                self.visit_children(node, depth);
+            }
+            Found::EntryPoint => {
+                self.out.has_entry_point = true;
+                self.visit_children(node, depth);
+            }
+            Found::Descend => self.visit_children(node, depth),
+            Found::Skip => {}
+        }
+    }
+
+    fn visit_children(&mut self, node: Node, depth: usize) {
+        let mut cursor = node.walk();
+        for child in node.named_children(&mut cursor) {
+            self.visit(child, depth + 1);
+        }
+    }
+
+    fn enter_type(&mut self, node: Node, decl: TypeDecl, depth: usize) {
+        self.out.types.push(decl);
+        self.type_stack.push(self.out.types.len() - 1);
+        // A type nested in a function body still starts a fresh method context.
+        let saved = self.function.take();
+        self.visit_children(node, depth);
+        self.function = saved;
+        self.type_stack.pop();
+    }
+
+    fn enter_function(
+        &mut self,
+        node: Node,
+        method: Method,
+        owner: Option<(String, TypeKind)>,
+        self_name: Option<String>,
+        depth: usize,
+    ) {
+        let name = method.name.clone();
+        self.out.has_entry_point |= self.is_main(&method, owner.is_some());
+        let (slot, owner_name) = self.place_method(method, owner, node);
+        let saved = self.function.replace(FunctionScope {
+            owner: owner_name,
+            name,
+            self_name,
+            bindings: HashMap::new(),
+            slot,
+            complexity: 1,
+        });
+        self.visit_children(node, depth);
+        if let Some(done) = std::mem::replace(&mut self.function, saved) {
+            let method = match done.slot {
+                MethodSlot::Owned(t, m) => &mut self.out.types[t].methods[m],
+                MethodSlot::Free(i) => &mut self.out.functions[i],
+            };
+            method.complexity = done.complexity;
+        }
+    }
+
+    /// `main` as a free function (or Java's `static main`) starts a program.
+    fn is_main(&self, method: &Method, has_owner: bool) -> bool {
+        if method.name != "main" || method.is_declaration {
+            return false;
+        }
+        match self.lang {
+            Lang::Java => method.is_static,
+            Lang::Python | Lang::JavaScript | Lang::TypeScript | Lang::Tsx => false,
+            _ => !has_owner && self.type_stack.is_empty(),
+        }
+    }
+
+    /// Files the method under its owner and returns where it went.
+    fn place_method(
+        &mut self,
+        method: Method,
+        owner: Option<(String, TypeKind)>,
+        node: Node,
+    ) -> (MethodSlot, Option<String>) {
+        let type_idx = match owner {
+            Some((name, kind)) => Some(self.owner_decl(&name, kind, node)),
+            None => self.type_stack.last().copied(),
+        };
+        match type_idx {
+            Some(t) => {
+                let decl = &mut self.out.types[t];
+                decl.methods.push(method);
+                (
+                    MethodSlot::Owned(t, decl.methods.len() - 1),
+                    Some(decl.name.clone()),
+                )
+            }
+            None => {
+                self.out.functions.push(method);
+                (MethodSlot::Free(self.out.functions.len() - 1), None)
+            }
+        }
+    }
+
+    /// Index of the decl that receives out-of-line members of `name`: the primary decl of
+    /// that name in this file when there is one, else a (new or existing) `kind` decl.
+    fn owner_decl(&mut self, name: &str, kind: TypeKind, node: Node) -> usize {
+        let primary = |t: &TypeDecl| t.name == name && (t.kind.is_primary() || t.kind == kind);
+        if kind == TypeKind::Members
+            && let Some(i) = self.out.types.iter().position(primary)
+        {
+            return i;
+        }
+        if kind == TypeKind::Members
+            && let Some(i) = self
+                .out
+                .types
+                .iter()
+                .position(|t| t.name == name && t.kind == kind)
+        {
+            return i;
+        }
+        self.out.types.push(TypeDecl {
+            name: name.to_string(),
+            kind,
+            superclass: None,
+            conformances: Vec::new(),
+            category: None,
+            line: self.line(node),
+            end_line: self.end_line(node),
+            methods: Vec::new(),
+            properties: Vec::new(),
+        });
+        self.out.types.len() - 1
+    }
+
+    fn record_call(&mut self, node: Node, call: RawCall) {
+        let (receiver_kind, receiver_type) = self.receiver_type(&call);
+        let caller_type = self.current_type_name();
+        let caller = self.function.as_ref().map(|f| f.name.clone());
+        self.out.calls.push(CallSite {
+            callee: call.callee,
+            receiver: call.receiver,
+            receiver_type,
+            receiver_kind,
+            caller_type,
+            caller,
+            line: self.line(node),
+        });
+    }
+
+    fn receiver_type(&self, call: &RawCall) -> (ReceiverKind, Option<String>) {
+        if call.is_super {
+            return (ReceiverKind::Super, None);
+        }
+        if let Some(t) = &call.static_type {
+            return (ReceiverKind::TypeName, Some(t.clone()));
+        }
+        let Some(receiver) = call.receiver.as_deref() else {
+            return (ReceiverKind::None, None);
+        };
+        let is_self = self.lang.self_names().contains(&receiver)
+            || self.function.as_ref().and_then(|f| f.self_name.as_deref()) == Some(receiver);
+        if is_self {
+            return (ReceiverKind::SelfRef, self.current_type_name());
+        }
+        let bound = self
+            .function
+            .as_ref()
+            .and_then(|f| f.bindings.get(receiver))
+            .or_else(|| self.file_bindings.get(receiver));
+        if let Some(t) = bound {
+            return (ReceiverKind::Typed, Some(t.clone()));
+        }
+        if is_type_like(receiver) {
+            return (
+                ReceiverKind::TypeName,
+                Some(last_ident(receiver).to_string()),
+            );
+        }
+        (ReceiverKind::Unknown, None)
+    }
+
+    /// Name of the type whose method (or body) we are in.
+    pub(crate) fn current_type_name(&self) -> Option<String> {
+        if let Some(f) = &self.function
+            && f.owner.is_some()
+        {
+            return f.owner.clone();
+        }
+        self.type_stack
+            .last()
+            .map(|&i| self.out.types[i].name.clone())
+    }
+
+    pub(crate) fn in_type(&self) -> bool {
+        !self.type_stack.is_empty()
+    }
+
+    pub(crate) fn in_function(&self) -> bool {
+        self.function.is_some()
+    }
+
+    pub(crate) fn text(&self, node: Node) -> &'s str {
+        self.src.get(node.byte_range()).unwrap_or("")
+    }
+
+    pub(crate) fn field_text(&self, node: Node, field: &str) -> Option<&'s str> {
+        node.child_by_field_name(field).map(|n| self.text(n))
+    }
+
+    pub(crate) fn line(&self, node: Node) -> usize {
+        node.start_position().row + 1
+    }
+
+    pub(crate) fn end_line(&self, node: Node) -> usize {
+        node.end_position().row + 1
+    }
+
+    /// Declaration text from the node's start to its body (or the whole node), on one line.
+    pub(crate) fn signature(&self, node: Node, body: Option<Node>) -> String {
+        let end = body.map_or(node.end_byte(), |b| b.start_byte());
+        let raw = self.src.get(node.start_byte()..end).unwrap_or("");
+        let mut sig = raw.split_whitespace().collect::<Vec<_>>().join(" ");
+        while sig.ends_with('{') || sig.ends_with(':') || sig.ends_with('=') || sig.ends_with(';') {
+            sig.pop();
+            sig = sig.trim_end().to_string();
+        }
+        if sig.chars().count() > MAX_SIGNATURE {
+            sig = sig.chars().take(MAX_SIGNATURE).collect::<String>() + "…";
+        }
+        sig
+    }
+
+    /// A method record with the common fields filled in from `node` and its `body`.
+    pub(crate) fn method(
+        &self,
+        node: Node,
+        name: &str,
+        body: Option<Node>,
+        is_static: bool,
+    ) -> Method {
+        Method {
+            name: name.to_string(),
+            is_static,
+            signature: self.signature(node, body),
+            line: self.line(node),
+            end_line: self.end_line(node),
+            is_declaration: body.is_none(),
+            is_optional: false,
+            complexity: 1,
+        }
+    }
+
+    /// A type record with no members yet.
+    pub(crate) fn type_decl(&self, node: Node, name: &str, kind: TypeKind) -> TypeDecl {
+        TypeDecl {
+            name: name.to_string(),
+            kind,
+            superclass: None,
+            conformances: Vec::new(),
+            category: None,
+            line: self.line(node),
+            end_line: self.end_line(node),
+            methods: Vec::new(),
+            properties: Vec::new(),
+        }
+    }
+
+    pub(crate) fn property(
+        &self,
+        node: Node,
+        name: &str,
+        type_name: Option<&str>,
+        is_static: bool,
+    ) -> Property {
+        Property {
+            name: name.to_string(),
+            type_name: type_name.map(|t| t.split_whitespace().collect::<Vec<_>>().join(" ")),
+            is_static,
+            line: self.line(node),
+            attributes: Vec::new(),
+        }
+    }
+
+    pub(crate) fn import(&self, node: Node, module: &str) -> Import {
+        Import {
+            module: module.trim().to_string(),
+            line: self.line(node),
+        }
+    }
+
+    /// True when `node` has a direct child (token or node) whose text is `word`.
+    pub(crate) fn has_child_text(&self, node: Node, word: &str) -> bool {
+        let mut cursor = node.walk();
+        node.children(&mut cursor).any(|c| self.text(c) == word)
+    }
+
+    /// True when a `modifiers`-like child contains `word` as a whole word.
+    pub(crate) fn has_modifier(&self, node: Node, kinds: &[&str], word: &str) -> bool {
+        let mut cursor = node.walk();
+        node.children(&mut cursor)
+            .filter(|c| kinds.contains(&c.kind()))
+            .any(|c| {
+                self.text(c)
+                    .split(|ch: char| !ch.is_alphanumeric() && ch != '_')
+                    .any(|w| w == word)
+            })
+    }
+
+    pub(crate) fn first_child_of_kind<'t>(
+        &self,
+        node: Node<'t>,
+        kinds: &[&str],
+    ) -> Option<Node<'t>> {
+        let mut cursor = node.walk();
+        node.named_children(&mut cursor)
+            .find(|c| kinds.contains(&c.kind()))
+    }
+
+    pub(crate) fn children_of_kind<'t>(&self, node: Node<'t>, kinds: &[&str]) -> Vec<Node<'t>> {
+        let mut cursor = node.walk();
+        node.named_children(&mut cursor)
+            .filter(|c| kinds.contains(&c.kind()))
+            .collect()
+    }
+}
+
+/// Node kinds that add a path through a function (for the complexity estimate).
+fn is_branch(node: Node, src: &str) -> bool {
+    match node.kind() {
+        "if_statement"
+        | "if_expression"
+        | "if_let_expression"
+        | "elif_clause"
+        | "else_if_clause"
+        | "for_statement"
+        | "for_expression"
+        | "for_in_statement"
+        | "enhanced_for_statement"
+        | "while_statement"
+        | "while_expression"
+        | "do_statement"
+        | "do_while_statement"
+        | "repeat_while_statement"
+        | "guard_statement"
+        | "catch_clause"
+        | "except_clause"
+        | "catch_block"
+        | "case_clause"
+        | "switch_case"
+        | "switch_entry"
+        | "switch_block_statement_group"
+        | "match_arm"
+        | "when_entry"
+        | "expression_case"
+        | "type_case"
+        | "communication_case"
+        | "conditional_expression"
+        | "ternary_expression"
+        | "case_statement"
+        | "switch_label" => true,
+        "binary_expression"
+        | "boolean_operator"
+        | "conjunction_expression"
+        | "disjunction_expression" => {
+            let op = node
+                .child_by_field_name("operator")
+                .and_then(|o| src.get(o.byte_range()));
+            matches!(op, Some("&&" | "||" | "and" | "or"))
+                || node.kind().ends_with("junction_expression")
+        }
+        _ => false,
+    }
+}
+
+/// Last identifier of a type or path expression: `geo::Circle` → `Circle`,
+/// `Comparable<Shape>` → `Comparable`, `*Circle` → `Circle`, `&mut Foo` → `Foo`.
+pub(crate) fn last_ident(text: &str) -> &str {
+    let head = text.split(['<', '(', '[', '{']).next().unwrap_or(text);
+    let tail = head
+        .rsplit(['.', ':', ' ', '*', '&', '\\'])
+        .find(|s| !s.is_empty());
+    tail.unwrap_or(head)
+        .trim_matches(|c: char| !c.is_alphanumeric() && c != '_' && c != '$')
+}
+
+/// Heuristic: an identifier (or path) whose last part starts with an upper-case letter
+/// names a type. Holds for the naming conventions of every supported language but C.
+pub(crate) fn is_type_like(text: &str) -> bool {
+    let is_path = text
+        .chars()
+        .all(|c| c.is_alphanumeric() || c == '_' || c == '.' || c == ':');
+    is_path
+        && last_ident(text)
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_uppercase())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn last_ident_strips_paths_generics_and_pointers() {
+        let cases = [
+            ("geo::Circle", "Circle"),
+            ("Comparable<Shape>", "Comparable"),
+            ("*Circle", "Circle"),
+            ("&mut Foo", "Foo"),
+            ("fmt::Display", "Display"),
+            ("Circle?", "Circle"),
+            ("kotlin.math.PI", "PI"),
+        ];
+        let got: Vec<(&str, &str)> = cases.iter().map(|(i, _)| (*i, last_ident(i))).collect();
+        pretty_assertions::assert_eq!(got, cases.to_vec());
+    }
+
+    #[test]
+    fn type_like_names_start_upper_case() {
+        assert!(is_type_like("Base"));
+        assert!(is_type_like("geo::Circle"));
+        assert!(!is_type_like("shapes"));
+        assert!(!is_type_like("foo().Bar"));
+    }
+}

@@ -1,0 +1,160 @@
+//! What the indexer extracts from one file: the [`FileSummary`] and its parts.
+
+use serde::{Deserialize, Serialize};
+
+use crate::language::Lang;
+
+/// Everything the index knows about one source file, built from its syntax tree.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FileSummary {
+    /// Path relative to the project root, with `/` separators.
+    pub path: String,
+    pub language: Lang,
+    pub line_count: usize,
+    pub imports: Vec<Import>,
+    pub types: Vec<TypeDecl>,
+    /// Functions that belong to no type (free functions, top-level `def`s).
+    pub functions: Vec<Method>,
+    pub calls: Vec<CallSite>,
+    /// True when the file is a program entry point by its own content
+    /// (`fn main`, `if __name__ == "__main__"`, `@main`, `static void main`).
+    pub has_entry_point: bool,
+}
+
+/// The kind of a type declaration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TypeKind {
+    Class,
+    Struct,
+    Enum,
+    Union,
+    /// Protocol, interface or trait.
+    Protocol,
+    /// Swift/Kotlin extension, Objective-C category or Rust `impl` block.
+    Extension,
+    /// Members of a type written outside its declaration (C++ `Foo::bar` definitions, Go
+    /// methods in another file). Merged into the owner; not an extension.
+    Members,
+}
+
+impl TypeKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            TypeKind::Class => "class",
+            TypeKind::Struct => "struct",
+            TypeKind::Enum => "enum",
+            TypeKind::Union => "union",
+            TypeKind::Protocol => "protocol",
+            TypeKind::Extension => "extension",
+            TypeKind::Members => "members",
+        }
+    }
+
+    /// Whether this declaration introduces the type (rather than adding to one).
+    pub fn is_primary(self) -> bool {
+        !matches!(self, TypeKind::Extension | TypeKind::Members)
+    }
+}
+
+/// A class, struct, enum, protocol or an extension of one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TypeDecl {
+    pub name: String,
+    pub kind: TypeKind,
+    /// Superclass as written, when the language says which parent is the class.
+    pub superclass: Option<String>,
+    /// Adopted protocols, implemented interfaces, implemented traits, inherited protocols.
+    pub conformances: Vec<String>,
+    /// Objective-C category name, or the trait of a Rust `impl Trait for Type`.
+    pub category: Option<String>,
+    pub line: usize,
+    pub end_line: usize,
+    pub methods: Vec<Method>,
+    pub properties: Vec<Property>,
+}
+
+/// A method or function.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Method {
+    /// Name, or the full selector for Objective-C (`scaledBy:`).
+    pub name: String,
+    pub is_static: bool,
+    /// Declaration text up to the body, on one line.
+    pub signature: String,
+    pub line: usize,
+    pub end_line: usize,
+    /// True for a declaration without a body (protocol requirement, header prototype).
+    pub is_declaration: bool,
+    /// True for an optional protocol requirement (`@optional`, `optional func`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_optional: bool,
+    /// Number of branch points plus one (cyclomatic complexity, approximated from the tree).
+    pub complexity: u32,
+}
+
+/// A property or field of a type.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Property {
+    pub name: String,
+    pub type_name: Option<String>,
+    pub is_static: bool,
+    pub line: usize,
+    /// Attributes as written (`nonatomic, copy`), when the language has them.
+    pub attributes: Vec<String>,
+}
+
+/// One import, include or use.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Import {
+    pub module: String,
+    pub line: usize,
+}
+
+/// One call site.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallSite {
+    /// Method or function called (ObjC: selector).
+    pub callee: String,
+    /// Receiver expression as written (`self`, `c`, `Base`), if any.
+    pub receiver: Option<String>,
+    /// Receiver type when the file alone tells it (self/this, a typed local, a type name).
+    pub receiver_type: Option<String>,
+    /// How `receiver_type` was learnt.
+    pub receiver_kind: ReceiverKind,
+    /// Calling type (when inside a method).
+    pub caller_type: Option<String>,
+    /// Calling method or function; `None` at top level.
+    pub caller: Option<String>,
+    pub line: usize,
+}
+
+/// How the receiver type of a call was determined in the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReceiverKind {
+    /// No receiver: `foo()`.
+    None,
+    /// `self.foo()` / `this.foo()` / `[self foo]`.
+    SelfRef,
+    /// `super.foo()`.
+    Super,
+    /// A local or parameter whose type is written or constructed in the function.
+    Typed,
+    /// A type name: `Base.make()`, `Circle::new()`.
+    TypeName,
+    /// Some other expression whose type the file does not tell.
+    Unknown,
+}
+
+impl FileSummary {
+    /// All methods of the file, with their owner (`None` for free functions).
+    pub fn all_methods(&self) -> impl Iterator<Item = (Option<&TypeDecl>, &Method)> {
+        let free = self.functions.iter().map(|m| (None, m));
+        let owned = self
+            .types
+            .iter()
+            .flat_map(|t| t.methods.iter().map(move |m| (Some(t), m)));
+        owned.chain(free)
+    }
+}
