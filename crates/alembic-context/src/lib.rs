@@ -1,0 +1,26 @@
+//! Working memory, session memory, memory coordination, the context window and exploration
+//! control for Alembic agents.
+//!
+//! - [`ActiveContext`]: working memory of one scope (scratchpad, observation log, plan).
+//! - [`ContextWindow`]: the message history of a run with three compaction levels.
+//!
+//! ```
+//! use alembic_context::{ActiveContext, ActiveContextOptions, ScopeId, TokenMeter};
+//! let mut ac = ActiveContext::new(ScopeId::new("networking:analyst"), ActiveContextOptions::default());
+//! ac.start_round(1);
+//! ac.note_finding("requests go through APIClient", "Net/APIClient.swift:40", 8.0);
+//! assert!(ac.build_context(&TokenMeter::default(), 500).contains("APIClient"));
+//! ```
+
+pub mod active;
+pub mod message;
+pub mod observation;
+mod text;
+
+pub use active::{
+    ActiveContext, ActiveContextOptions, DistilledContext, Finding, Plan, PlanStep, RecentSummary,
+    ScopeId, StepStatus,
+};
+pub use message::{Message, Role, ToolCallRequest};
+pub use observation::{ToolObservation, is_submit_tool};
+pub use text::TokenMeter;
