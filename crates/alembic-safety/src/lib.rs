@@ -6,6 +6,10 @@
 //!   handles). Writes refuse control paths (`.git/`, `.alembic/`, `.env*`,
 //!   lock files), symlinks and hard links.
 //!
+//! - [`spawn::run`] is the one function that starts processes: confined
+//!   working directory, environment allow-list, no stdin, process group killed
+//!   on timeout (clamped to 120 s), head+tail output truncation.
+//!
 //! ```
 //! use alembic_safety::{Access, PathGuard, WriteMode};
 //! # let dir = tempfile::tempdir()?;
@@ -18,6 +22,7 @@
 //! ```
 
 pub mod path;
+pub mod spawn;
 
 pub use path::{
     Access, DirEntryInfo, EntryKind, FileInfo, PathError, PathGuard, PathLimits, RemoveReport,

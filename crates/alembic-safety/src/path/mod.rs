@@ -306,6 +306,12 @@ impl PathGuard {
         })
     }
 
+    /// Parses and opens `path` with `flags` (symlinks inside the root followed).
+    pub(crate) fn open_checked(&self, path: &str, flags: OFlags) -> Result<OwnedFd, PathError> {
+        let rel = self.parse(path)?;
+        self.open(&rel, path, flags, "open")
+    }
+
     fn parse(&self, path: &str) -> Result<RelPath, PathError> {
         let mut roots: Vec<&Path> = vec![&self.inner.root];
         if let Some(given) = &self.inner.root_as_given {

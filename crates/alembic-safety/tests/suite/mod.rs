@@ -2,3 +2,4 @@ mod corpora;
 mod fixture;
 mod path_races;
 mod paths;
+mod spawn;
