@@ -16,6 +16,7 @@ pub mod active;
 pub mod message;
 pub mod observation;
 mod text;
+pub mod window;
 
 pub use active::{
     ActiveContext, ActiveContextOptions, DistilledContext, Finding, Plan, PlanStep, RecentSummary,
@@ -24,3 +25,6 @@ pub use active::{
 pub use message::{Message, Role, ToolCallRequest};
 pub use observation::{ToolObservation, is_submit_tool};
 pub use text::TokenMeter;
+pub use window::{
+    CompactionLevel, CompactionReport, ContextWindow, RunKind, context_size, token_budget,
+};
