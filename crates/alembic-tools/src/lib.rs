@@ -26,6 +26,7 @@
 
 pub mod args;
 pub mod audit;
+pub mod cache;
 pub mod canonical;
 pub mod capability;
 pub mod context;
@@ -38,6 +39,7 @@ pub mod registry;
 
 pub use args::{ArgumentError, ArgumentErrors, Coercion, PARAM_ALIASES, Rename, RenameRule};
 pub use audit::{AuditEntry, AuditError, AuditLog, AuditRecord, AuditSink, VerifyReport};
+pub use cache::{ResultCache, cache_key};
 pub use capability::{Allowlist, PresetCatalog, PresetError};
 pub use context::{Caller, Services, ServicesBuilder, ToolContext};
 pub use definition::{

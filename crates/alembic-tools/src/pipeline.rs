@@ -397,9 +397,12 @@ impl PipelineBuilder {
     }
 
     pub fn build(self) -> Arc<Pipeline> {
-        let mut middlewares = self.middlewares;
-        middlewares.push(Arc::new(AllowlistGate));
-        middlewares.push(Arc::new(SafetyGate::new(self.safety)));
+        // The built-in gates come first within their slots.
+        let mut middlewares: Vec<Arc<dyn Middleware>> = vec![
+            Arc::new(AllowlistGate),
+            Arc::new(SafetyGate::new(self.safety)),
+        ];
+        middlewares.extend(self.middlewares);
         // Stable sort: the order contract comes from the slot, ties keep insertion order.
         middlewares.sort_by_key(|m| m.slot());
         Arc::new(Pipeline {

@@ -185,10 +185,17 @@ impl ToolRegistry {
                 }
                 (score, n)
             })
-            .filter(|(s, _)| *s >= 0.5)
+            .filter(|(s, _)| *s >= 0.6)
             .collect();
         scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
-        scored.into_iter().take(3).map(|(_, n)| n).collect()
+        // Only names about as close as the best one: a clear winner is suggested alone.
+        let best = scored.first().map_or(0.0, |s| s.0);
+        scored
+            .into_iter()
+            .filter(|(s, _)| *s >= best - 0.2)
+            .take(3)
+            .map(|(_, n)| n)
+            .collect()
     }
 }
 

@@ -1,0 +1,4 @@
+mod audit;
+mod normalise;
+mod pipeline;
+mod support;
