@@ -409,6 +409,9 @@ impl<'s> Walker<'s> {
         if let Some(t) = bound {
             return (ReceiverKind::Typed, Some(t.clone()));
         }
+        if let Some(t) = self.property_type(receiver) {
+            return (ReceiverKind::Typed, Some(t));
+        }
         if is_type_like(receiver) {
             return (
                 ReceiverKind::TypeName,
@@ -416,6 +419,26 @@ impl<'s> Walker<'s> {
             );
         }
         (ReceiverKind::Unknown, None)
+    }
+
+    /// Declared type of a property of the enclosing type used as a receiver (`radius`,
+    /// `self.radius`, `this.radius`).
+    fn property_type(&self, receiver: &str) -> Option<String> {
+        let name = self
+            .lang
+            .self_names()
+            .iter()
+            .find_map(|s| {
+                receiver
+                    .strip_prefix(s)
+                    .and_then(|r| r.strip_prefix('.').or_else(|| r.strip_prefix("->")))
+            })
+            .unwrap_or(receiver);
+        let owner = self.current_type_name()?;
+        let decl = self.out.types.iter().rev().find(|t| t.name == owner)?;
+        let prop = decl.properties.iter().find(|p| p.name == name)?;
+        let ty = last_ident(prop.type_name.as_deref()?);
+        (!ty.is_empty()).then(|| ty.to_string())
     }
 
     /// Name of the type whose method (or body) we are in.

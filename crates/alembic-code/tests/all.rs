@@ -1,0 +1,3 @@
+//! Integration tests of alembic-code (one binary; modules in `suite/`).
+
+mod suite;

@@ -1,0 +1,3 @@
+mod fixtures;
+mod graph_per_language;
+mod index;
