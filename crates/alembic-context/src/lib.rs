@@ -13,6 +13,7 @@
 //! ```
 
 pub mod active;
+pub mod exploration;
 pub mod message;
 pub mod observation;
 mod text;
@@ -21,6 +22,10 @@ pub mod window;
 pub use active::{
     ActiveContext, ActiveContextOptions, DistilledContext, Finding, Plan, PlanStep, RecentSummary,
     ScopeId, StepStatus,
+};
+pub use exploration::{
+    ExitDecision, ExitReason, ExplorationBudget, ExplorationTracker, Metrics, Nudge, NudgeKind,
+    Phase, PlanTracker, SignalDetector, Strategy, TextVerdict, ToolChoice,
 };
 pub use message::{Message, Role, ToolCallRequest};
 pub use observation::{ToolObservation, is_submit_tool};

@@ -51,6 +51,14 @@ pub fn generic(obs: &ToolObservation) -> String {
     cut_with_marker(&text, GENERIC_MAX_CHARS, "…(truncated)")
 }
 
+fn plural(n: usize, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}
+
 fn match_file(m: &Value) -> Option<&str> {
     str_field(m, &["file", "path", "filePath"])
 }
@@ -86,9 +94,13 @@ fn render_file_groups(groups: &[(String, Vec<u64>, usize)], out: &mut Vec<String
     for (file, lines, count) in groups.iter().take(SEARCH_MAX_FILES) {
         let shown: Vec<String> = lines.iter().take(3).map(|l| format!("L{l}")).collect();
         if shown.is_empty() {
-            out.push(format!("  {file}: {count} matches"));
+            out.push(format!("  {file}: {}", plural(*count, "match", "matches")));
         } else {
-            out.push(format!("  {file}: {count} matches ({})", shown.join(",")));
+            out.push(format!(
+                "  {file}: {} ({})",
+                plural(*count, "match", "matches"),
+                shown.join(",")
+            ));
         }
     }
     if groups.len() > SEARCH_MAX_FILES {
@@ -107,9 +119,9 @@ fn compress_search(obs: &ToolObservation) -> Option<String> {
     let pattern = obs.arg_str(&["pattern", "query"]).unwrap_or("?");
     let groups = group_by_file(matches);
     let mut out = vec![format!(
-        "search \"{pattern}\": {} matches in {} files",
-        matches.len(),
-        groups.len()
+        "search \"{pattern}\": {} in {}",
+        plural(matches.len(), "match", "matches"),
+        plural(groups.len(), "file", "files")
     )];
     render_file_groups(&groups, &mut out);
     Some(out.join("\n"))
@@ -123,8 +135,8 @@ fn compress_batch_search(batch: &[Value]) -> String {
         let groups = group_by_file(matches);
         let files: Vec<&str> = groups.iter().take(3).map(|g| g.0.as_str()).collect();
         out.push(format!(
-            "  [{pattern}] {} matches: {}",
-            matches.len(),
+            "  [{pattern}] {}: {}",
+            plural(matches.len(), "match", "matches"),
             files.join(", ")
         ));
     }
@@ -261,7 +273,7 @@ mod tests {
         );
         assert_eq!(
             compress(&obs),
-            "search \"URLSession\": 3 matches in 2 files\n  Net/APIClient.swift: 2 matches (L12,L40)\n  Net/Session.swift: 1 matches (L3)"
+            "search \"URLSession\": 3 matches in 2 files\n  Net/APIClient.swift: 2 matches (L12,L40)\n  Net/Session.swift: 1 match (L3)"
         );
     }
 

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::observation::{ToolObservation, is_submit_tool};
-use crate::text::{TokenMeter, cut_with_marker, first_line};
+use crate::text::{TokenMeter, cut_with_marker};
 pub use compress::compress;
 pub use plan::{Plan, PlanStep, StepStatus, extract_plan};
 
@@ -155,20 +155,25 @@ pub struct DistilledContext {
 impl DistilledContext {
     /// A compact rendering: findings by importance, then what the tools showed.
     pub fn render(&self, max_lines: usize) -> String {
-        let mut lines: Vec<String> = Vec::new();
         let mut findings = self.key_findings.clone();
         findings.sort_by_key(|f| std::cmp::Reverse(f.importance));
-        for f in &findings {
-            lines.push(render_finding(f));
+        let mut lines: Vec<String> = findings
+            .iter()
+            .take(max_lines)
+            .map(render_finding)
+            .collect();
+        let slots = max_lines.saturating_sub(lines.len());
+        let calls = &self.tool_call_summary;
+        // The most recent tool calls matter most at a phase change: show the tail.
+        let shown = calls.len().min(slots);
+        if shown < calls.len() {
+            lines.push(format!("- …{} earlier tool calls", calls.len() - shown));
         }
-        for s in &self.tool_call_summary {
-            lines.push(format!("- {s}"));
-        }
-        let total = lines.len();
-        lines.truncate(max_lines);
-        if total > max_lines {
-            lines.push(format!("- …and {} more", total - max_lines));
-        }
+        lines.extend(
+            calls[calls.len() - shown..]
+                .iter()
+                .map(|s| format!("- {s}")),
+        );
         lines.join("\n")
     }
 }
@@ -422,7 +427,7 @@ impl ActiveContext {
             thoughts: recent
                 .iter()
                 .filter_map(|r| r.thought.as_deref())
-                .map(|t| first_line(t, 100))
+                .map(|t| cut_with_marker(&one_line(t), 100, "…"))
                 .collect(),
             tool_calls: recent
                 .iter()
@@ -543,8 +548,10 @@ impl ActiveContext {
             .recent
             .iter()
             .map(|r| (r.obs.tool.clone(), compress(&r.obs)));
+        // Notes are already in key_findings.
         let tool_call_summary = compressed
             .chain(raw)
+            .filter(|(tool, _)| tool != "note_finding")
             .map(|(tool, s)| format!("[{tool}] {}", cut_with_marker(&one_line(&s), 150, "…")))
             .collect();
         DistilledContext {

@@ -143,8 +143,8 @@ fn distill_includes_observations_that_are_still_raw() {
     assert_eq!(
         d.tool_call_summary,
         vec![
-            "[search_project_code] search \"old\": 1 matches in 1 files; a.rs: 1 matches (L1)",
-            "[search_project_code] search \"fresh\": 1 matches in 1 files; b.rs: 1 matches (L1)",
+            "[search_project_code] search \"old\": 1 match in 1 file; a.rs: 1 match (L1)",
+            "[search_project_code] search \"fresh\": 1 match in 1 file; b.rs: 1 match (L1)",
         ]
     );
     assert_eq!(d.compressed_count, 1);

@@ -1,0 +1,3 @@
+//! Integration tests of alembic-context (one binary; modules in `suite/`).
+
+mod suite;

@@ -1,0 +1,2 @@
+mod exploration;
+mod scenario3;
