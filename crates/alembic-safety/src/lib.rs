@@ -6,6 +6,10 @@
 //!   handles). Writes refuse control paths (`.git/`, `.alembic/`, `.env*`,
 //!   lock files), symlinks and hard links.
 //!
+//! - [`CommandPolicy`] parses shell scripts with tree-sitter-bash and answers
+//!   [`CommandVerdict::Allow`] only for plain read-only commands on the safe
+//!   list, [`CommandVerdict::Deny`] (with a rule id) for catastrophic ones and
+//!   [`CommandVerdict::NeedsApproval`] for everything else.
 //! - [`spawn::run`] is the one function that starts processes: confined
 //!   working directory, environment allow-list, no stdin, process group killed
 //!   on timeout (clamped to 120 s), head+tail output truncation.
@@ -21,9 +25,11 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod command;
 pub mod path;
 pub mod spawn;
 
+pub use command::{CommandPolicy, CommandVerdict, PolicyConfig, PolicyError};
 pub use path::{
     Access, DirEntryInfo, EntryKind, FileInfo, PathError, PathGuard, PathLimits, RemoveReport,
     Strategy, WriteMode, WriteReport,

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use alembic_safety::{Access, WriteMode};
+use alembic_safety::{Access, CommandPolicy, CommandVerdict, PathGuard, WriteMode};
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
@@ -106,4 +106,42 @@ fn paths_write_protected_corpus_is_refused_in_any_case() {
         }
     }
     assert!(!fx.root.join(".git").exists() && !fx.root.join(".env").exists());
+}
+
+/// Runs the policy on every line of a command corpus; returns (allowed, needs approval, denied).
+fn command_counts(name: &str, check: impl Fn(&str, &CommandVerdict)) -> (usize, usize, usize) {
+    let fx = Fixture::new();
+    std::fs::write(fx.root.join("Cargo.toml"), "[package]\n").unwrap();
+    let guard = PathGuard::new(&fx.root).unwrap();
+    let policy = CommandPolicy::new();
+    let mut counts = (0, 0, 0);
+    for case in corpus(name) {
+        let command = case["command"].as_str().unwrap();
+        let verdict = policy.evaluate(command, &guard);
+        check(command, &verdict);
+        match verdict {
+            CommandVerdict::Allow => counts.0 += 1,
+            CommandVerdict::NeedsApproval { .. } => counts.1 += 1,
+            CommandVerdict::Deny { .. } => counts.2 += 1,
+        }
+    }
+    counts
+}
+
+#[test]
+fn commands_refuse_corpus_is_never_allowed() {
+    let (allowed, approval, denied) =
+        command_counts("commands-refuse.jsonl", |command, verdict| {
+            assert!(!verdict.is_allow(), "{command:?} was allowed");
+        });
+    eprintln!("commands-refuse: {allowed} allowed, {approval} needs approval, {denied} denied");
+    assert_eq!(allowed, 0);
+}
+
+#[test]
+fn commands_allow_corpus_is_allowed() {
+    let (allowed, approval, denied) = command_counts("commands-allow.jsonl", |command, verdict| {
+        assert_eq!(verdict, &CommandVerdict::Allow, "{command:?}");
+    });
+    eprintln!("commands-allow: {allowed} allowed, {approval} needs approval, {denied} denied");
 }

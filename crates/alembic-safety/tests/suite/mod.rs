@@ -2,4 +2,5 @@ mod corpora;
 mod fixture;
 mod path_races;
 mod paths;
+mod policy;
 mod spawn;

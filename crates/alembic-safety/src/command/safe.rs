@@ -1,0 +1,462 @@
+//! The safe list and each safe program's argument checks.
+//!
+//! A command is allowed only when its name is a plain word on the list, its
+//! arguments pass that program's checks, and no argument names a path outside
+//! the project root (checked through [`PathGuard`], so an in-root symlink that
+//! leads out counts as outside).
+
+use crate::path::{Access, EntryKind, PathError, PathGuard};
+
+use super::deny::is_short_cluster_with;
+use super::syntax::{Command, Word};
+
+/// Whether a program's arguments are file names or plain text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Operands {
+    /// Arguments may name files: each is checked against the root.
+    Paths,
+    /// Arguments are text (echo, which, tr): never opened as files.
+    Text,
+}
+
+/// One entry of the safe list.
+struct Spec {
+    name: &'static str,
+    operands: Operands,
+    /// Long options refused (also when abbreviated or given `=value`).
+    long: &'static [&'static str],
+    /// Short options refused, alone or inside a cluster such as `-nz`.
+    short: &'static str,
+    /// Exact arguments refused (find's primaries).
+    exact: &'static [&'static str],
+}
+
+const fn spec(name: &'static str, operands: Operands) -> Spec {
+    Spec {
+        name,
+        operands,
+        long: &[],
+        short: "",
+        exact: &[],
+    }
+}
+
+/// The default safe list. `git` and `sed` have their own checks below.
+const SPECS: &[Spec] = &[
+    spec("ls", Operands::Paths),
+    spec("cat", Operands::Paths),
+    spec("head", Operands::Paths),
+    Spec {
+        long: &["--follow", "--retry"],
+        short: "fF",
+        ..spec("tail", Operands::Paths)
+    },
+    Spec {
+        long: &["--files0-from"],
+        ..spec("wc", Operands::Paths)
+    },
+    spec("grep", Operands::Paths),
+    Spec {
+        long: &[
+            "--pre",
+            "--pre-glob",
+            "--search-zip",
+            "--hostname-bin",
+            "--follow",
+        ],
+        short: "zL",
+        ..spec("rg", Operands::Paths)
+    },
+    Spec {
+        exact: &[
+            "-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf",
+            "-fls", "-L", "-follow",
+        ],
+        ..spec("find", Operands::Paths)
+    },
+    spec("echo", Operands::Text),
+    spec("pwd", Operands::Text),
+    Spec {
+        long: &[
+            "--output",
+            "--compress-program",
+            "--temporary-directory",
+            "--files0-from",
+        ],
+        short: "oT",
+        ..spec("sort", Operands::Paths)
+    },
+    spec("uniq", Operands::Paths),
+    spec("cut", Operands::Paths),
+    spec("tr", Operands::Text),
+    spec("stat", Operands::Paths),
+    Spec {
+        long: &["--files0-from"],
+        ..spec("du", Operands::Paths)
+    },
+    Spec {
+        long: &["--compile", "--files-from"],
+        short: "Cf",
+        ..spec("file", Operands::Paths)
+    },
+    spec("diff", Operands::Paths),
+    Spec {
+        long: &["--fromfile", "--output"],
+        short: "oRl",
+        ..spec("tree", Operands::Paths)
+    },
+    spec("which", Operands::Text),
+    spec("sed", Operands::Paths),
+    spec("git", Operands::Paths),
+];
+
+/// Names on the default safe list.
+pub(crate) fn default_names() -> Vec<&'static str> {
+    SPECS.iter().map(|s| s.name).collect()
+}
+
+/// Git subcommands that only read.
+pub(crate) const GIT_READ_ONLY: &[&str] = &[
+    "status",
+    "log",
+    "diff",
+    "show",
+    "branch",
+    "blame",
+    "rev-parse",
+    "ls-files",
+];
+
+/// A safe-list entry added by configuration: a program, optionally with a fixed first argument.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ExtraEntry {
+    pub(crate) program: String,
+    pub(crate) first_arg: Option<String>,
+}
+
+/// Where the script runs: the guard and the working directory relative to the root.
+pub(crate) struct Scope<'a> {
+    pub(crate) guard: &'a PathGuard,
+    pub(crate) cwd: &'a str,
+}
+
+/// `Ok` when this command is provably safe; otherwise the reason.
+pub(crate) fn check(
+    command: &Command,
+    extra: &[ExtraEntry],
+    scope: &Scope<'_>,
+) -> Result<(), String> {
+    let name_word = command.words.first().ok_or("empty command")?;
+    let name = name_word.literal.as_deref().unwrap_or_default();
+    if !name_word.plain {
+        return Err(format!(
+            "the program name {name:?} is quoted, escaped or computed"
+        ));
+    }
+    if command.words.iter().any(|w| w.literal.is_none()) {
+        return Err(format!("an argument of {name} is not literal"));
+    }
+    let args: Vec<&Word> = command.words[1..].iter().collect();
+    let texts: Vec<&str> = args.iter().filter_map(|w| w.literal.as_deref()).collect();
+    if let Some(spec) = SPECS.iter().find(|s| s.name == name) {
+        check_options(spec, &texts)?;
+        match name {
+            "git" => check_git(&texts)?,
+            "sed" => check_sed(&texts)?,
+            "uniq" => check_uniq(&args)?,
+            _ => {}
+        }
+        if spec.operands == Operands::Paths {
+            check_operands(name, &args, scope)?;
+        }
+        return Ok(());
+    }
+    let listed = extra.iter().any(|e| {
+        e.program == name
+            && e.first_arg
+                .as_deref()
+                .is_none_or(|a| texts.first() == Some(&a))
+    });
+    if !listed {
+        return Err(format!("{name:?} is not on the safe command list"));
+    }
+    check_operands(name, &args, scope)
+}
+
+fn check_options(spec: &Spec, args: &[&str]) -> Result<(), String> {
+    for arg in args {
+        if spec.exact.contains(arg) {
+            return Err(format!(
+                "{} {arg} can run programs, delete or write files",
+                spec.name
+            ));
+        }
+        if let Some(long) = arg.strip_prefix("--") {
+            let option = long.split('=').next().unwrap_or_default();
+            let hit = spec
+                .long
+                .iter()
+                .find(|l| option.len() >= 2 && l.trim_start_matches("--").starts_with(option));
+            if let Some(refused) = hit {
+                return Err(format!(
+                    "{} {refused} can run programs or write files",
+                    spec.name
+                ));
+            }
+        } else if let Some(flag) = spec.short.chars().find(|f| is_short_cluster_with(arg, *f)) {
+            return Err(format!(
+                "{} -{flag} can run programs, write files or never finish",
+                spec.name
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `git` only with a read-only subcommand and no option that runs code or writes files.
+fn check_git(args: &[&str]) -> Result<(), String> {
+    let mut rest = args;
+    while let Some((first, tail)) = rest.split_first() {
+        if *first == "--no-pager" {
+            rest = tail;
+        } else if first.starts_with('-') {
+            return Err(format!(
+                "git option {first} is not allowed before the subcommand (-c, --config-env, -p, -C and others can run code or leave the project)"
+            ));
+        } else {
+            break;
+        }
+    }
+    let (sub, rest) = rest.split_first().ok_or("git without a subcommand")?;
+    if !GIT_READ_ONLY.contains(sub) {
+        return Err(format!(
+            "git {sub} is not a read-only subcommand (allowed: {})",
+            GIT_READ_ONLY.join(", ")
+        ));
+    }
+    const REFUSED: &[&str] = &[
+        "--output",
+        "--ext-diff",
+        "--textconv",
+        "--config-env",
+        "--exec",
+        "--open-files-in-pager",
+        "--paginate",
+    ];
+    for arg in rest {
+        let option = arg.split('=').next().unwrap_or_default();
+        if option.len() > 3
+            && option.starts_with("--")
+            && REFUSED.iter().any(|r| r.starts_with(option))
+        {
+            return Err(format!(
+                "git {sub} {option} can run external programs or write files"
+            ));
+        }
+    }
+    if *sub == "branch" {
+        check_git_branch(rest)?;
+    }
+    Ok(())
+}
+
+fn check_git_branch(args: &[&str]) -> Result<(), String> {
+    const WRITES: &[&str] = &[
+        "-d",
+        "-D",
+        "-m",
+        "-M",
+        "-c",
+        "-C",
+        "-f",
+        "-u",
+        "-t",
+        "--delete",
+        "--move",
+        "--copy",
+        "--force",
+        "--set-upstream-to",
+        "--unset-upstream",
+        "--edit-description",
+        "--track",
+        "--no-track",
+        "--create-reflog",
+    ];
+    if let Some(flag) = args
+        .iter()
+        .find(|a| WRITES.iter().any(|w| a.split('=').next() == Some(w)))
+    {
+        return Err(format!("git branch {flag} changes branches"));
+    }
+    let listing = args.iter().any(|a| {
+        matches!(*a, "-l" | "--list" | "-a" | "--all" | "-r" | "--remotes")
+            || [
+                "--contains",
+                "--no-contains",
+                "--merged",
+                "--no-merged",
+                "--points-at",
+            ]
+            .iter()
+            .any(|o| a.starts_with(o))
+    });
+    if !listing && args.iter().any(|a| !a.starts_with('-')) {
+        return Err("git branch with a name creates a branch; use --list to filter".into());
+    }
+    Ok(())
+}
+
+/// `sed` only as a printer: `-n` with a script of line-number `p` commands.
+fn check_sed(args: &[&str]) -> Result<(), String> {
+    const OPTIONS: &[&str] = &[
+        "-n",
+        "--quiet",
+        "--silent",
+        "-E",
+        "-r",
+        "--regexp-extended",
+        "-s",
+        "--separate",
+    ];
+    let mut quiet = false;
+    let mut script = None;
+    for arg in args {
+        if arg.starts_with('-') && *arg != "-" {
+            if !OPTIONS.contains(arg) {
+                return Err(format!(
+                    "sed {arg} is not allowed (only -n with a print script)"
+                ));
+            }
+            quiet |= matches!(*arg, "-n" | "--quiet" | "--silent");
+        } else if script.is_none() {
+            script = Some(*arg);
+        }
+    }
+    let script = script.ok_or("sed without a script")?;
+    if !quiet || !script.split(';').all(is_print_command) {
+        return Err(format!(
+            "sed script {script:?} is not a print-only script like -n 1,20p"
+        ));
+    }
+    Ok(())
+}
+
+/// `Np`, `N,Mp`, `$p`, `N,$p`.
+fn is_print_command(cmd: &str) -> bool {
+    let is_address = |a: &str| a == "$" || (!a.is_empty() && a.chars().all(|c| c.is_ascii_digit()));
+    let Some(addresses) = cmd.trim().strip_suffix('p') else {
+        return false;
+    };
+    match addresses.split_once(',') {
+        Some((from, to)) => is_address(from) && is_address(to),
+        None => is_address(addresses),
+    }
+}
+
+/// `uniq` writes its second operand: at most one file.
+fn check_uniq(args: &[&Word]) -> Result<(), String> {
+    let operands = args
+        .iter()
+        .filter(|w| {
+            w.literal
+                .as_deref()
+                .is_some_and(|a| !a.starts_with('-') || a == "-")
+        })
+        .count();
+    if operands > 1 || args.iter().any(|w| w.glob) {
+        return Err("uniq with a second file writes to it: give at most one input file".into());
+    }
+    Ok(())
+}
+
+/// Every argument (and every `--option=value` value) must stay inside the root.
+fn check_operands(name: &str, args: &[&Word], scope: &Scope<'_>) -> Result<(), String> {
+    for word in args {
+        let arg = word.literal.as_deref().unwrap_or_default();
+        if word.tilde {
+            return Err(format!(
+                "{name} argument {arg:?} names the home directory, outside the project root"
+            ));
+        }
+        let value = match arg.strip_prefix('-') {
+            Some(_) => match arg.split_once('=') {
+                Some((_, value)) => value,
+                None => continue,
+            },
+            None => arg,
+        };
+        if value.is_empty() {
+            continue;
+        }
+        if word.glob {
+            check_glob(name, value, scope)?;
+        } else {
+            check_one_path(name, value, scope)?;
+        }
+    }
+    Ok(())
+}
+
+fn check_one_path(name: &str, value: &str, scope: &Scope<'_>) -> Result<(), String> {
+    let joined = if value.starts_with('/') || scope.cwd == "." {
+        value.to_owned()
+    } else {
+        format!("{}/{value}", scope.cwd)
+    };
+    match scope.guard.check(&joined, Access::Read) {
+        Err(e @ (PathError::Escape { .. } | PathError::SymlinkLoop { .. })) => Err(format!(
+            "{name} argument {value:?} leads outside the project root ({})",
+            e.rule()
+        )),
+        // Missing files, patterns and revisions are not paths that escape.
+        _ => Ok(()),
+    }
+}
+
+/// A glob expands inside its directory: that directory must be inside the root and
+/// hold no symlinks (which could lead out) and no names starting with `-` (options).
+fn check_glob(name: &str, value: &str, scope: &Scope<'_>) -> Result<(), String> {
+    let first_glob = value.find(['*', '?', '[']).unwrap_or(value.len());
+    let dir = match value[..first_glob].rfind('/') {
+        Some(0) => "/",
+        Some(at) => &value[..at],
+        None => ".",
+    };
+    if value[dir.len()..].trim_start_matches('/').contains('/') {
+        return Err(format!(
+            "{name} argument {value:?} has a glob in a directory component"
+        ));
+    }
+    check_one_path(name, dir, scope)?;
+    let joined = if dir.starts_with('/') || scope.cwd == "." {
+        dir.to_owned()
+    } else {
+        format!("{}/{dir}", scope.cwd)
+    };
+    let entries = scope.guard.read_dir(&joined).unwrap_or_default();
+    if let Some(risky) = entries
+        .iter()
+        .find(|e| e.kind == EntryKind::Symlink || e.name.starts_with('-'))
+    {
+        return Err(format!(
+            "{name} glob {value:?} could expand to {:?} (a symlink or an option-like name)",
+            risky.name
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sed_print_scripts() {
+        for ok in ["1p", "1,20p", "$p", "5,$p", "1p;3p"] {
+            assert!(ok.split(';').all(is_print_command), "{ok}");
+        }
+        for bad in ["1p;e id", "s/a/b/e", "w out", "1d", "p", ""] {
+            assert!(!bad.split(';').all(is_print_command), "{bad}");
+        }
+    }
+}
