@@ -4,9 +4,12 @@
 
 pub mod calls;
 pub mod extract;
+pub mod files;
 pub mod graph;
 pub mod index;
 pub mod language;
+pub mod search;
+pub mod semantic;
 pub mod summary;
 pub mod topology;
 pub mod walk;

@@ -1,0 +1,452 @@
+//! Line search over the project with ripgrep's crates (`ignore` + `grep-searcher` +
+//! `grep-regex`): literal or regex, case-insensitive, several patterns in one pass,
+//! extension filter, context lines, binary and huge files skipped, every file opened
+//! through [`PathGuard`].
+//!
+//! Ranking happens over *all* matches before the cut to `max_results` (the reference
+//! cut first, so its "usages first" ranking only reordered whatever came first in walk
+//! order). Context lines are read afterwards for the kept matches only.
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use alembic_safety::PathGuard;
+use grep_matcher::Matcher;
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use grep_searcher::{BinaryDetection, SearcherBuilder, Sink, SinkMatch};
+use ignore::WalkState;
+use serde::Serialize;
+
+use crate::walk::{relative, source_walker};
+
+/// Files larger than this are not searched.
+pub const MAX_SEARCH_FILE_BYTES: u64 = 1024 * 1024;
+/// Longest accepted pattern, in bytes.
+pub const MAX_PATTERN_BYTES: usize = 1000;
+/// Compiled-regex size cap: a pattern that expands beyond it is refused, not run.
+const REGEX_SIZE_LIMIT: usize = 2 * 1024 * 1024;
+/// Longest line text kept in a match (longer lines are cut with `…`).
+const MAX_LINE_CHARS: usize = 300;
+
+/// Errors from preparing a search.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum SearchError {
+    #[error("pattern {pattern:?} is not a valid regex: {message}")]
+    BadRegex { pattern: String, message: String },
+    #[error("pattern is {len} bytes long; at most {MAX_PATTERN_BYTES} are accepted")]
+    PatternTooLong { len: usize },
+    #[error("no pattern given: pass \"pattern\" or a non-empty \"patterns\" list")]
+    NoPattern,
+}
+
+/// What to search for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchRequest {
+    pub patterns: Vec<String>,
+    pub is_regex: bool,
+    /// Extensions without the dot, lower case; empty = all text files.
+    pub extensions: Vec<String>,
+    pub context_lines: usize,
+    /// Matches kept per pattern (after ranking).
+    pub max_results: usize,
+}
+
+/// One kept match.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SearchMatch {
+    pub file: String,
+    pub line: u64,
+    pub code: String,
+    /// The surrounding lines (`contextLines` before and after), joined with newlines.
+    pub context: String,
+    /// Usage score: calls and member accesses rank above declarations and imports.
+    pub score: i32,
+}
+
+/// Matches of one pattern.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PatternResult {
+    pub pattern: String,
+    pub matches: Vec<SearchMatch>,
+    /// All matching lines, before the cut to `max_results`.
+    pub total: usize,
+    /// Files with at least one match.
+    pub files: Vec<String>,
+}
+
+/// The whole result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SearchResult {
+    pub results: Vec<PatternResult>,
+    pub searched_files: usize,
+}
+
+/// Parses a `fileFilter` such as `".m, .swift,rs"` into lower-case extensions.
+pub fn parse_extensions(filter: &str) -> Vec<String> {
+    filter
+        .split(',')
+        .map(|e| e.trim().trim_start_matches('.').to_ascii_lowercase())
+        .filter(|e| !e.is_empty())
+        .collect()
+}
+
+struct Compiled {
+    /// Any pattern (one pass per file).
+    any: RegexMatcher,
+    each: Vec<RegexMatcher>,
+}
+
+fn matcher(pattern: &str) -> Result<RegexMatcher, SearchError> {
+    RegexMatcherBuilder::new()
+        .case_insensitive(true)
+        .size_limit(REGEX_SIZE_LIMIT)
+        .dfa_size_limit(REGEX_SIZE_LIMIT)
+        .build(pattern)
+        .map_err(|e| SearchError::BadRegex {
+            pattern: pattern.to_string(),
+            message: e.to_string(),
+        })
+}
+
+fn compile(req: &SearchRequest) -> Result<Compiled, SearchError> {
+    if req.patterns.is_empty() {
+        return Err(SearchError::NoPattern);
+    }
+    let mut sources = Vec::new();
+    for p in &req.patterns {
+        if p.len() > MAX_PATTERN_BYTES {
+            return Err(SearchError::PatternTooLong { len: p.len() });
+        }
+        sources.push(if req.is_regex {
+            p.clone()
+        } else {
+            regex::escape(p)
+        });
+    }
+    let each = sources
+        .iter()
+        .map(|s| matcher(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let any = if sources.len() == 1 {
+        each[0].clone()
+    } else {
+        let joined: Vec<String> = sources.iter().map(|s| format!("(?:{s})")).collect();
+        matcher(&joined.join("|"))?
+    };
+    Ok(Compiled { any, each })
+}
+
+/// A matching line found in one file.
+struct Hit {
+    line: u64,
+    text: String,
+}
+
+struct FileHits {
+    rel: String,
+    hits: Vec<Hit>,
+}
+
+struct Collect<'a> {
+    hits: &'a mut Vec<Hit>,
+}
+
+impl Sink for Collect<'_> {
+    type Error = std::io::Error;
+
+    fn matched(
+        &mut self,
+        _: &grep_searcher::Searcher,
+        m: &SinkMatch<'_>,
+    ) -> Result<bool, Self::Error> {
+        let text = String::from_utf8_lossy(m.bytes());
+        self.hits.push(Hit {
+            line: m.line_number().unwrap_or(0),
+            text: text.trim_end_matches(['\n', '\r']).to_string(),
+        });
+        Ok(true)
+    }
+}
+
+/// Runs a search under `guard`'s root.
+pub fn search(guard: &PathGuard, req: &SearchRequest) -> Result<SearchResult, SearchError> {
+    let compiled = compile(req)?;
+    let (files, searched) = scan(guard, req, &compiled.any);
+    let mut results = Vec::new();
+    for (i, pattern) in req.patterns.iter().enumerate() {
+        results.push(rank(guard, req, pattern, &compiled.each[i], &files));
+    }
+    Ok(SearchResult {
+        results,
+        searched_files: searched,
+    })
+}
+
+/// Finds every line matching any pattern, in parallel over files.
+fn scan(guard: &PathGuard, req: &SearchRequest, any: &RegexMatcher) -> (Vec<FileHits>, usize) {
+    let root = guard.root().to_path_buf();
+    let found = Mutex::new(Vec::new());
+    let searched = std::sync::atomic::AtomicUsize::new(0);
+    let mut walker = source_walker(&root);
+    walker.max_filesize(Some(MAX_SEARCH_FILE_BYTES));
+    let (found_ref, searched_ref, root_ref) = (&found, &searched, &root);
+    walker.build_parallel().run(|| {
+        let (found, searched, root) = (found_ref, searched_ref, root_ref);
+        let mut searcher = SearcherBuilder::new()
+            .binary_detection(BinaryDetection::quit(0))
+            .line_number(true)
+            .build();
+        Box::new(move |entry| {
+            let Ok(entry) = entry else {
+                return WalkState::Continue;
+            };
+            if !entry.file_type().is_some_and(|t| t.is_file())
+                || !wanted(entry.path(), &req.extensions)
+            {
+                return WalkState::Continue;
+            }
+            let Some(rel) = relative(root, entry.path()) else {
+                return WalkState::Continue;
+            };
+            let Ok(file) = guard.open_read(&rel) else {
+                return WalkState::Continue;
+            };
+            searched.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let mut hits = Vec::new();
+            // A read error mid-file keeps the hits found so far.
+            let _ = searcher.search_file(any, &file, Collect { hits: &mut hits });
+            if !hits.is_empty()
+                && let Ok(mut v) = found.lock()
+            {
+                v.push(FileHits { rel, hits });
+            }
+            WalkState::Continue
+        })
+    });
+    let mut files = found.into_inner().unwrap_or_default();
+    files.sort_by(|a, b| a.rel.cmp(&b.rel));
+    (files, searched.into_inner())
+}
+
+fn wanted(path: &Path, extensions: &[String]) -> bool {
+    if extensions.is_empty() {
+        return true;
+    }
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| extensions.iter().any(|x| x.eq_ignore_ascii_case(e)))
+}
+
+fn rank(
+    guard: &PathGuard,
+    req: &SearchRequest,
+    pattern: &str,
+    m: &RegexMatcher,
+    files: &[FileHits],
+) -> PatternResult {
+    let mut all: Vec<(i32, &str, &Hit)> = Vec::new();
+    let mut matched_files = Vec::new();
+    for f in files {
+        let before = all.len();
+        for hit in &f.hits {
+            if let Ok(Some(span)) = m.find(hit.text.as_bytes()) {
+                all.push((
+                    usage_score(&hit.text, span.start(), span.end()),
+                    &f.rel,
+                    hit,
+                ));
+            }
+        }
+        if all.len() > before {
+            matched_files.push(f.rel.clone());
+        }
+    }
+    let total = all.len();
+    // Stable sort: equal scores keep path/line order.
+    all.sort_by_key(|a| std::cmp::Reverse(a.0));
+    let matches = all
+        .into_iter()
+        .take(req.max_results)
+        .map(|(score, rel, hit)| SearchMatch {
+            file: rel.to_string(),
+            line: hit.line,
+            code: clip(hit.text.trim()),
+            context: context(guard, rel, hit.line, req.context_lines),
+            score,
+        })
+        .collect();
+    PatternResult {
+        pattern: pattern.to_string(),
+        matches,
+        total,
+        files: matched_files,
+    }
+}
+
+fn clip(text: &str) -> String {
+    if text.chars().count() <= MAX_LINE_CHARS {
+        return text.to_string();
+    }
+    text.chars().take(MAX_LINE_CHARS).collect::<String>() + "…"
+}
+
+fn context(guard: &PathGuard, rel: &str, line: u64, n: usize) -> String {
+    if n == 0 {
+        return String::new();
+    }
+    let Ok(text) = guard.read(rel) else {
+        return String::new();
+    };
+    let text = String::from_utf8_lossy(&text);
+    let line = usize::try_from(line).unwrap_or(1).max(1);
+    let first = line.saturating_sub(n).max(1);
+    text.lines()
+        .enumerate()
+        .skip(first - 1)
+        .take(line + n + 1 - first)
+        .map(|(i, l)| {
+            format!(
+                "{}{}: {}",
+                if i + 1 == line { ">" } else { " " },
+                i + 1,
+                clip(l)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Words that start a declaration or an import in the supported languages.
+const DECLARATION_STARTS: &[&str] = &[
+    "class ",
+    "struct ",
+    "enum ",
+    "interface ",
+    "protocol ",
+    "trait ",
+    "impl ",
+    "fn ",
+    "func ",
+    "def ",
+    "function ",
+    "type ",
+    "extension ",
+    "object ",
+    "pub ",
+    "public ",
+    "private ",
+    "protected ",
+    "internal ",
+    "static ",
+    "final ",
+    "abstract ",
+    "open ",
+    "let ",
+    "var ",
+    "const ",
+    "val ",
+    "typedef ",
+    "@objc",
+    "- (",
+    "+ (",
+    "export ",
+];
+const IMPORT_STARTS: &[&str] = &[
+    "import ",
+    "#import",
+    "#include",
+    "use ",
+    "from ",
+    "@import",
+    "#define",
+    "@property",
+    "@interface",
+    "@implementation",
+    "@protocol",
+    "package ",
+    "require(",
+];
+
+/// Heuristic usage score of a matching line: calls (`name(`, `[obj name:`) +2, member
+/// access (`.name`, `->name`, `::name`) +1, declarations −1, imports and ObjC
+/// declarations −2.
+pub fn usage_score(line: &str, start: usize, end: usize) -> i32 {
+    let trimmed = line.trim_start();
+    if IMPORT_STARTS.iter().any(|p| trimmed.starts_with(p)) {
+        return -2;
+    }
+    let after = line.get(end..).unwrap_or("").trim_start();
+    let before = line.get(..start).unwrap_or("").trim_end();
+    let is_call = after.starts_with('(')
+        || (after.starts_with(':') && !after.starts_with("::") && before.contains('['));
+    let is_member = before.ends_with('.') || before.ends_with("->") || before.ends_with("::");
+    let is_declaration = DECLARATION_STARTS.iter().any(|p| trimmed.starts_with(p));
+    match (is_declaration, is_call, is_member) {
+        (true, _, false) => -1,
+        (_, true, _) => 2,
+        (_, _, true) => 1,
+        _ => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn usage_scores_rank_calls_over_declarations() {
+        let cases = [
+            ("    let c = circle.area()", "area", 2),
+            ("[c scaledBy:2.0];", "scaledBy", 2),
+            ("    return self.radius", "radius", 1),
+            ("func area() -> Double {", "area", -1),
+            ("#import \"Shape.h\"", "Shape", -2),
+            ("use shapes::Circle;", "Circle", -2),
+            ("// area of the circle", "area", 0),
+        ];
+        let got: Vec<(&str, i32)> = cases
+            .iter()
+            .map(|(line, word, _)| {
+                let start = line.find(word).unwrap();
+                (*line, usage_score(line, start, start + word.len()))
+            })
+            .collect();
+        let want: Vec<(&str, i32)> = cases.iter().map(|(l, _, s)| (*l, *s)).collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn extension_filters_are_normalised() {
+        assert_eq!(
+            parse_extensions(".m, .Swift,rs,,"),
+            vec!["m", "swift", "rs"]
+        );
+    }
+
+    #[test]
+    fn oversized_patterns_and_bad_regexes_are_refused() {
+        let req = |p: &str, is_regex| SearchRequest {
+            patterns: vec![p.to_string()],
+            is_regex,
+            extensions: vec![],
+            context_lines: 0,
+            max_results: 5,
+        };
+        assert!(matches!(
+            compile(&req(&"a".repeat(1001), false)),
+            Err(SearchError::PatternTooLong { len: 1001 })
+        ));
+        assert!(matches!(
+            compile(&req("(unclosed", true)),
+            Err(SearchError::BadRegex { .. })
+        ));
+        // Literal text is escaped, so regex metacharacters are fine.
+        assert!(compile(&req("(unclosed", false)).is_ok());
+        // A pattern whose compiled form explodes is refused rather than run.
+        assert!(matches!(
+            compile(&req("\\w{1000}\\w{1000}\\w{1000}", true)),
+            Err(SearchError::BadRegex { .. })
+        ));
+    }
+}

@@ -1,0 +1,343 @@
+//! `semantic_search_code` over the project's own code: chunks are types, methods and
+//! functions (their source text), ranked by BM25 over identifier words and, when an
+//! embedder is configured, blended with cosine similarity of embeddings.
+
+use std::collections::HashMap;
+
+use alembic_safety::PathGuard;
+use serde::Serialize;
+
+use crate::summary::FileSummary;
+
+/// Lines of a method body that go into its chunk.
+const MAX_CHUNK_LINES: usize = 60;
+/// Chunks embedded at most (the rest stay lexical-only).
+pub const MAX_EMBEDDED_CHUNKS: usize = 20_000;
+const EMBED_BATCH: usize = 64;
+const BM25_K1: f32 = 1.2;
+const BM25_B: f32 = 0.75;
+
+/// Turns texts into vectors. The memory crate's `Embedder` fits behind this trait with a
+/// three-line adapter; this crate does not depend on it.
+pub trait CodeEmbedder: Send + Sync {
+    fn model_id(&self) -> &str;
+    /// One vector per text, in order.
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String>;
+}
+
+/// One searchable piece of code.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CodeChunk {
+    /// `Type`, `Type.method` or `path::function`.
+    pub symbol: String,
+    /// `class`, `struct`, `protocol`, …, `method`, `function`.
+    pub kind: &'static str,
+    pub language: &'static str,
+    pub file: String,
+    pub line: usize,
+    pub end_line: usize,
+    #[serde(skip)]
+    pub text: String,
+}
+
+/// A ranked chunk.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SemanticHit {
+    #[serde(flatten)]
+    pub chunk: CodeChunk,
+    pub score: f32,
+    pub lexical: f32,
+    pub semantic: Option<f32>,
+    /// First lines of the chunk.
+    pub preview: String,
+}
+
+/// Chunks with their lexical statistics and (optionally) vectors.
+pub struct SemanticIndex {
+    chunks: Vec<CodeChunk>,
+    terms: Vec<HashMap<String, u32>>,
+    lengths: Vec<usize>,
+    document_frequency: HashMap<String, usize>,
+    average_length: f32,
+    vectors: Option<Vec<Option<Vec<f32>>>>,
+    model: Option<String>,
+}
+
+impl std::fmt::Debug for SemanticIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SemanticIndex")
+            .field("chunks", &self.chunks.len())
+            .field("model", &self.model)
+            .finish()
+    }
+}
+
+/// Words of an identifier-rich text: `scaledBy:` → `scaled`, `by`; `list_push` → `list`,
+/// `push`; lower case; one-letter words dropped.
+pub fn words(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for token in text.split(|c: char| !c.is_alphanumeric()) {
+        let mut current = String::new();
+        let mut prev_lower = false;
+        for c in token.chars() {
+            if c.is_uppercase() && prev_lower && !current.is_empty() {
+                out.push(std::mem::take(&mut current).to_lowercase());
+            }
+            prev_lower = c.is_lowercase() || c.is_ascii_digit();
+            current.push(c);
+        }
+        if !current.is_empty() {
+            out.push(current.to_lowercase());
+        }
+    }
+    out.retain(|w| w.chars().count() > 1);
+    out
+}
+
+impl SemanticIndex {
+    /// Builds chunks from summaries, reading source text through the guard.
+    pub fn build<'a>(
+        guard: &PathGuard,
+        summaries: impl IntoIterator<Item = &'a FileSummary>,
+        embedder: Option<&dyn CodeEmbedder>,
+    ) -> SemanticIndex {
+        let mut chunks = Vec::new();
+        for summary in summaries {
+            let Ok(bytes) = guard.read(&summary.path) else {
+                continue;
+            };
+            let text = String::from_utf8_lossy(&bytes);
+            let lines: Vec<&str> = text.lines().collect();
+            chunks_of(summary, &lines, &mut chunks);
+        }
+        let mut index = SemanticIndex::lexical(chunks);
+        if let Some(e) = embedder {
+            index.embed_all(e);
+        }
+        index
+    }
+
+    fn lexical(chunks: Vec<CodeChunk>) -> SemanticIndex {
+        let mut terms = Vec::with_capacity(chunks.len());
+        let mut lengths = Vec::with_capacity(chunks.len());
+        let mut document_frequency: HashMap<String, usize> = HashMap::new();
+        for c in &chunks {
+            let mut tf: HashMap<String, u32> = HashMap::new();
+            let ws = words(&format!("{} {} {}", c.symbol, c.file, c.text));
+            lengths.push(ws.len());
+            for w in ws {
+                *tf.entry(w).or_default() += 1;
+            }
+            for w in tf.keys() {
+                *document_frequency.entry(w.clone()).or_default() += 1;
+            }
+            terms.push(tf);
+        }
+        let average_length = lengths.iter().sum::<usize>() as f32 / lengths.len().max(1) as f32;
+        SemanticIndex {
+            chunks,
+            terms,
+            lengths,
+            document_frequency,
+            average_length,
+            vectors: None,
+            model: None,
+        }
+    }
+
+    fn embed_all(&mut self, embedder: &dyn CodeEmbedder) {
+        let mut vectors: Vec<Option<Vec<f32>>> = vec![None; self.chunks.len()];
+        let texts: Vec<String> = self
+            .chunks
+            .iter()
+            .take(MAX_EMBEDDED_CHUNKS)
+            .map(|c| format!("{}\n{}", c.symbol, c.text))
+            .collect();
+        for (batch_no, batch) in texts.chunks(EMBED_BATCH).enumerate() {
+            let refs: Vec<&str> = batch.iter().map(String::as_str).collect();
+            // A failing batch leaves those chunks lexical-only rather than failing search.
+            let Ok(out) = embedder.embed(&refs) else {
+                continue;
+            };
+            for (i, v) in out.into_iter().enumerate() {
+                if let Some(slot) = vectors.get_mut(batch_no * EMBED_BATCH + i) {
+                    *slot = Some(normalize(v));
+                }
+            }
+        }
+        self.vectors = Some(vectors);
+        self.model = Some(embedder.model_id().to_string());
+    }
+
+    pub fn len(&self) -> usize {
+        self.chunks.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.chunks.is_empty()
+    }
+
+    /// `hybrid` when vectors exist, else `lexical`.
+    pub fn mode(&self) -> &'static str {
+        if self.vectors.is_some() {
+            "hybrid"
+        } else {
+            "lexical"
+        }
+    }
+
+    /// Best `top_k` chunks for `query`, optionally only of one language.
+    pub fn search(
+        &self,
+        query: &str,
+        top_k: usize,
+        language: Option<&str>,
+        embedder: Option<&dyn CodeEmbedder>,
+    ) -> Vec<SemanticHit> {
+        let query_words = words(query);
+        let lexical: Vec<f32> = (0..self.chunks.len())
+            .map(|i| self.bm25(i, &query_words))
+            .collect();
+        let max_lexical = lexical
+            .iter()
+            .copied()
+            .fold(0.0f32, f32::max)
+            .max(f32::EPSILON);
+        let query_vector = match (&self.vectors, embedder) {
+            (Some(_), Some(e)) => e
+                .embed(&[query])
+                .ok()
+                .and_then(|mut v| v.pop())
+                .map(normalize),
+            _ => None,
+        };
+        let mut hits: Vec<SemanticHit> = self
+            .chunks
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| language.is_none_or(|l| c.language.eq_ignore_ascii_case(l)))
+            .map(|(i, c)| {
+                let lex = lexical[i] / max_lexical;
+                let sem = query_vector
+                    .as_ref()
+                    .zip(self.vectors.as_ref().and_then(|v| v[i].as_ref()))
+                    .map(|(q, v)| dot(q, v).max(0.0));
+                let score = match sem {
+                    Some(s) => 0.5 * lex + 0.5 * s,
+                    None => lex,
+                };
+                SemanticHit {
+                    chunk: c.clone(),
+                    score: round3(score),
+                    lexical: round3(lex),
+                    semantic: sem.map(round3),
+                    preview: preview(&c.text),
+                }
+            })
+            .filter(|h| h.score > 0.0)
+            .collect();
+        hits.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then(a.chunk.symbol.cmp(&b.chunk.symbol))
+        });
+        hits.truncate(top_k);
+        hits
+    }
+
+    fn bm25(&self, i: usize, query: &[String]) -> f32 {
+        let n = self.chunks.len() as f32;
+        let len = self.lengths[i] as f32;
+        query
+            .iter()
+            .map(|w| {
+                let tf = *self.terms[i].get(w).unwrap_or(&0) as f32;
+                if tf == 0.0 {
+                    return 0.0;
+                }
+                let df = *self.document_frequency.get(w).unwrap_or(&0) as f32;
+                let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
+                idf * tf * (BM25_K1 + 1.0)
+                    / (tf + BM25_K1 * (1.0 - BM25_B + BM25_B * len / self.average_length.max(1.0)))
+            })
+            .sum()
+    }
+}
+
+fn chunks_of(summary: &FileSummary, lines: &[&str], out: &mut Vec<CodeChunk>) {
+    let body = |start: usize, end: usize| -> String {
+        let end = end.min(start + MAX_CHUNK_LINES - 1);
+        lines
+            .get(start.saturating_sub(1)..end.min(lines.len()))
+            .map(|l| l.join("\n"))
+            .unwrap_or_default()
+    };
+    let lang = summary.language.name();
+    for t in &summary.types {
+        out.push(CodeChunk {
+            symbol: t.name.clone(),
+            kind: t.kind.name(),
+            language: lang,
+            file: summary.path.clone(),
+            line: t.line,
+            end_line: t.end_line,
+            text: body(t.line, t.line + 5),
+        });
+        for m in &t.methods {
+            out.push(CodeChunk {
+                symbol: format!("{}.{}", t.name, m.name),
+                kind: "method",
+                language: lang,
+                file: summary.path.clone(),
+                line: m.line,
+                end_line: m.end_line,
+                text: body(m.line, m.end_line),
+            });
+        }
+    }
+    for f in &summary.functions {
+        out.push(CodeChunk {
+            symbol: crate::graph::function_key(&summary.path, &f.name),
+            kind: "function",
+            language: lang,
+            file: summary.path.clone(),
+            line: f.line,
+            end_line: f.end_line,
+            text: body(f.line, f.end_line),
+        });
+    }
+}
+
+fn preview(text: &str) -> String {
+    text.lines().take(4).collect::<Vec<_>>().join("\n")
+}
+
+fn normalize(mut v: Vec<f32>) -> Vec<f32> {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        v.iter_mut().for_each(|x| *x /= norm);
+    }
+    v
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+fn round3(x: f32) -> f32 {
+    (x * 1000.0).round() / 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn identifier_words_split_case_and_separators() {
+        assert_eq!(
+            words("scaledBy: list_push HTTPClient x"),
+            vec!["scaled", "by", "list", "push", "httpclient"]
+        );
+    }
+}
