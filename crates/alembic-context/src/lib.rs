@@ -16,6 +16,7 @@ pub mod active;
 pub mod exploration;
 pub mod message;
 pub mod observation;
+pub mod session;
 mod text;
 pub mod window;
 
@@ -29,6 +30,10 @@ pub use exploration::{
 };
 pub use message::{Message, Role, ToolCallRequest};
 pub use observation::{ToolObservation, is_submit_tool};
+pub use session::{
+    CandidateSummary, CrossReference, DimensionDigest, DimensionReport, ProducerContext,
+    SessionError, SessionFinding, SessionStore, TierReflection,
+};
 pub use text::TokenMeter;
 pub use window::{
     CompactionLevel, CompactionReport, ContextWindow, RunKind, context_size, token_budget,

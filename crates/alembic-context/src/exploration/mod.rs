@@ -13,7 +13,7 @@ mod tracker;
 use serde::{Deserialize, Serialize};
 
 pub use plan_tracker::{PlanProgress, PlanTracker};
-pub use signal::{SEARCH_TOOLS, SignalDetector};
+pub use signal::{SEARCH_TOOLS, SignalDetector, canonical_args};
 pub use tracker::{ExitDecision, ExitReason, ExplorationTracker, TextVerdict};
 
 /// Phases of a run.

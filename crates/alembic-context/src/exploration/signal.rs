@@ -149,7 +149,7 @@ fn string_values(args: &Value, single: &[&str], arrays: &[&str]) -> Vec<String> 
 }
 
 /// The arguments as compact JSON with sorted keys (serde_json keeps insertion order here).
-pub(crate) fn canonical_args(args: &Value) -> String {
+pub fn canonical_args(args: &Value) -> String {
     fn sorted(v: &Value) -> Value {
         match v {
             Value::Object(map) => {
