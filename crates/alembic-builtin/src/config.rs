@@ -1,0 +1,187 @@
+//! The project configuration file, `.alembic/config.toml`.
+
+use std::path::{Path, PathBuf};
+
+use alembic_tools::PresetCatalog;
+use serde::Deserialize;
+
+/// The commented file `alembic init` writes. Every setting is optional.
+pub const DEFAULT_CONFIG: &str = r#"# Alembic project configuration. Every setting is optional; the values shown are the defaults.
+
+[tools]
+# Preset used when a command does not name one (chat, insight, bootstrap-analyst,
+# bootstrap-producer, ide, all).
+# default_preset = "chat"
+# Time limit of one tool call, in seconds.
+# timeout_secs = 60
+
+[safety]
+# Extra programs allowed in run_safe_command, beyond the built-in read-only list.
+# Programs that can execute other code (sh, bash, python, node, env, sudo, xargs, ...) are refused.
+# extra_safe_commands = []
+# Extra paths (relative to the project root) that write_project_file must never touch.
+# extra_protected_paths = []
+
+[memory]
+# Maximum number of persistent memories per scope.
+# max_memories = 500
+# Days without access before a memory is archived, and before it is forgotten.
+# archive_days = 30
+# forget_days = 90
+
+# Override or add capabilities and presets:
+# [capabilities.my_review]
+# description = "review changes"
+# tools = ["read_project_file", "search_project_code"]
+#
+# [presets.review]
+# description = "code review"
+# capabilities = ["my_review"]
+# add_tools = ["get_file_summary"]
+"#;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path} is not valid: {message}")]
+    Invalid { path: PathBuf, message: String },
+}
+
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsSection {
+    pub default_preset: Option<String>,
+    pub timeout_secs: Option<u64>,
+}
+
+/// The parsed file: typed sections this crate reads, and the raw table for the others.
+#[derive(Debug, Clone, Default)]
+pub struct ProjectConfig {
+    pub path: Option<PathBuf>,
+    pub tools: ToolsSection,
+    pub presets: PresetCatalog,
+    pub raw: toml::Table,
+}
+
+impl ProjectConfig {
+    /// Path of the config file of a project.
+    pub fn path_for(root: &Path) -> PathBuf {
+        root.join(alembic_store::STATE_DIR).join("config.toml")
+    }
+
+    /// Loads the project's config; a missing file means all defaults.
+    pub fn load(root: &Path) -> Result<Self, ConfigError> {
+        let path = Self::path_for(root);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(ProjectConfig {
+                    presets: PresetCatalog::builtin(),
+                    ..Default::default()
+                });
+            }
+            Err(source) => return Err(ConfigError::Read { path, source }),
+        };
+        Self::parse(&text, Some(path))
+    }
+
+    pub fn parse(text: &str, path: Option<PathBuf>) -> Result<Self, ConfigError> {
+        let shown = path.clone().unwrap_or_else(|| PathBuf::from("config.toml"));
+        let invalid = |message: String| ConfigError::Invalid {
+            path: shown.clone(),
+            message,
+        };
+        let raw: toml::Table = toml::from_str(text).map_err(|e| invalid(e.to_string()))?;
+        let tools: ToolsSection = match raw.get("tools") {
+            Some(v) => v
+                .clone()
+                .try_into()
+                .map_err(|e: toml::de::Error| invalid(format!("[tools]: {e}")))?,
+            None => ToolsSection::default(),
+        };
+        let mut presets = PresetCatalog::builtin();
+        let mut overrides = toml::Table::new();
+        for key in ["presets", "capabilities"] {
+            if let Some(v) = raw.get(key) {
+                overrides.insert(key.to_string(), v.clone());
+            }
+        }
+        if !overrides.is_empty() {
+            let text = toml::to_string(&overrides).map_err(|e| invalid(e.to_string()))?;
+            presets
+                .apply_toml(&text)
+                .map_err(|e| invalid(e.to_string()))?;
+        }
+        Ok(ProjectConfig {
+            path,
+            tools,
+            presets,
+            raw,
+        })
+    }
+
+    /// A section other crates interpret (e.g. `safety`, `memory`).
+    pub fn section(&self, name: &str) -> Option<&toml::Value> {
+        self.raw.get(name)
+    }
+
+    pub fn default_preset(&self) -> &str {
+        self.tools.default_preset.as_deref().unwrap_or("chat")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn the_default_file_parses_to_the_defaults() {
+        let c = ProjectConfig::parse(DEFAULT_CONFIG, None).unwrap();
+        assert_eq!(c.tools, ToolsSection::default());
+        assert_eq!(c.presets, PresetCatalog::builtin());
+        assert_eq!(c.default_preset(), "chat");
+    }
+
+    #[test]
+    fn preset_overrides_apply() {
+        let c = ProjectConfig::parse(
+            "[tools]\ndefault_preset = \"review\"\n[capabilities.r]\ntools = [\"read_project_file\"]\n[presets.review]\ncapabilities = [\"r\"]\n",
+            None,
+        )
+        .unwrap();
+        assert_eq!(c.default_preset(), "review");
+        assert!(
+            c.presets
+                .allowlist("review")
+                .unwrap()
+                .allows("read_project_file")
+        );
+    }
+
+    #[test]
+    fn errors_name_the_file_and_the_problem() {
+        let err = ProjectConfig::parse(
+            "[tools]\ntimeout = 3\n",
+            Some("/p/.alembic/config.toml".into()),
+        )
+        .unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.starts_with(
+                "/p/.alembic/config.toml is not valid: [tools]: unknown field `timeout`"
+            ),
+            "{msg}"
+        );
+        let err =
+            ProjectConfig::parse("[presets.x]\ncapabilities = [\"nope\"]\n", None).unwrap_err();
+        assert!(
+            err.to_string().contains("unknown capability \"nope\""),
+            "{err}"
+        );
+    }
+}

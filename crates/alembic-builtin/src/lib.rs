@@ -1,0 +1,144 @@
+//! One place that turns a project directory into a working tool runtime: configuration,
+//! the registry with every built-in tool, shared services, the safety policy and the audit
+//! log. The CLI and the MCP server both start here, so they expose the same tools under the
+//! same rules.
+//!
+//! ```no_run
+//! use alembic_builtin::ProjectRuntime;
+//! let rt = ProjectRuntime::open(std::path::Path::new(".")).unwrap();
+//! let caller = rt.caller("cli", Some("chat")).unwrap();
+//! let pipeline = rt.pipeline();
+//! # let _ = (caller, pipeline);
+//! ```
+
+pub mod config;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use alembic_tools::{
+    AuditError, AuditLog, Caller, Pipeline, PresetError, ReadOnlySafety, RegistryError,
+    SafetyCheck, Services, ToolRegistry,
+};
+
+pub use config::{ConfigError, DEFAULT_CONFIG, ProjectConfig};
+
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    #[error("project directory {path} does not exist or is not a directory")]
+    NoProject { path: PathBuf },
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Preset(#[from] PresetError),
+    #[error("cannot open the audit log: {0}")]
+    Audit(#[from] AuditError),
+    #[error("cannot register built-in tools: {0}")]
+    Registry(#[from] RegistryError),
+    #[error("{0}")]
+    Setup(String),
+}
+
+/// Everything needed to run tools for one project.
+pub struct ProjectRuntime {
+    pub root: PathBuf,
+    pub config: ProjectConfig,
+    pub registry: Arc<ToolRegistry>,
+    services: Services,
+    safety: Arc<dyn SafetyCheck>,
+    audit: Option<Arc<AuditLog>>,
+}
+
+impl std::fmt::Debug for ProjectRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProjectRuntime")
+            .field("root", &self.root)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Registers every built-in tool. Each domain crate owns its tools; this is the one list.
+pub fn register_builtin_tools(registry: &ToolRegistry) -> Result<(), RegistryError> {
+    alembic_tools::meta::register_tools(registry)?;
+    Ok(())
+}
+
+/// Shared state handed to tool handlers. Each domain crate adds what its tools need.
+fn build_services(_root: &Path, _config: &ProjectConfig) -> Result<Services, RuntimeError> {
+    let builder = Services::builder();
+    Ok(builder.build())
+}
+
+impl ProjectRuntime {
+    /// Opens a project for inspection only: no audit log is opened and nothing is written.
+    pub fn inspect(root: &Path) -> Result<Self, RuntimeError> {
+        let root = project_root(root)?;
+        let config = ProjectConfig::load(&root)?;
+        let registry = Arc::new(ToolRegistry::new());
+        register_builtin_tools(&registry)?;
+        let services = build_services(&root, &config)?;
+        Ok(ProjectRuntime {
+            root,
+            config,
+            registry,
+            services,
+            safety: Arc::new(ReadOnlySafety),
+            audit: None,
+        })
+    }
+
+    /// Opens a project to run tools: as [`ProjectRuntime::inspect`], plus the audit log
+    /// (creating `.alembic/alembic.db` when needed).
+    pub fn open(root: &Path) -> Result<Self, RuntimeError> {
+        let mut rt = Self::inspect(root)?;
+        rt.audit = Some(Arc::new(AuditLog::open_project(&rt.root)?));
+        Ok(rt)
+    }
+
+    /// A caller with the allowlist of `preset` (the config's default preset when `None`).
+    pub fn caller(&self, id: &str, preset: Option<&str>) -> Result<Caller, RuntimeError> {
+        let preset = preset.unwrap_or(self.config.default_preset());
+        let allowlist = self.config.presets.allowlist(preset)?;
+        Ok(Caller::new(id, allowlist))
+    }
+
+    /// A pipeline over the built-in tools with the project's safety policy and audit log.
+    pub fn pipeline(&self) -> Arc<Pipeline> {
+        self.pipeline_builder().build()
+    }
+
+    /// The builder, for callers that add their own middlewares (the agent loop, MCP).
+    pub fn pipeline_builder(&self) -> alembic_tools::PipelineBuilder {
+        let mut b = Pipeline::builder(Arc::clone(&self.registry), self.root.clone())
+            .services(self.services.clone())
+            .safety(Arc::clone(&self.safety));
+        if let Some(secs) = self.config.tools.timeout_secs {
+            b = b.default_timeout(Duration::from_secs(secs.max(1)));
+        }
+        if let Some(audit) = &self.audit {
+            b = b.audit(Arc::clone(audit) as Arc<dyn alembic_tools::AuditSink>);
+        }
+        b
+    }
+
+    /// Waits until every audit record written so far is on disk.
+    pub fn flush_audit(&self) -> Result<(), RuntimeError> {
+        match &self.audit {
+            Some(a) => a.flush().map_err(RuntimeError::from),
+            None => Ok(()),
+        }
+    }
+}
+
+fn project_root(root: &Path) -> Result<PathBuf, RuntimeError> {
+    if !root.is_dir() {
+        return Err(RuntimeError::NoProject {
+            path: root.to_path_buf(),
+        });
+    }
+    // An absolute root keeps audit records and PathGuard independent of the process cwd.
+    std::path::absolute(root).map_err(|_| RuntimeError::NoProject {
+        path: root.to_path_buf(),
+    })
+}

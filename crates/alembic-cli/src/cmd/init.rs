@@ -1,0 +1,49 @@
+//! `alembic init`
+
+use std::fs;
+
+use anyhow::Context;
+use clap::Args;
+
+use crate::exit::Exit;
+use crate::{CmdResult, ProjectArgs};
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    #[command(flatten)]
+    pub project: ProjectArgs,
+    /// Overwrite an existing config.toml with the commented defaults
+    #[arg(long)]
+    pub force: bool,
+}
+
+pub fn run(args: InitArgs) -> CmdResult {
+    let root = &args.project.project;
+    if !root.is_dir() {
+        anyhow::bail!(crate::exit::UsageError(format!(
+            "project directory {} does not exist",
+            root.display()
+        )));
+    }
+    let dir = root.join(alembic_store::STATE_DIR);
+    fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let config = alembic_builtin::ProjectConfig::path_for(root);
+    if config.exists() && !args.force {
+        println!(
+            "{} already exists (use --force to rewrite it)",
+            config.display()
+        );
+    } else {
+        fs::write(&config, alembic_builtin::DEFAULT_CONFIG)
+            .with_context(|| format!("cannot write {}", config.display()))?;
+        println!("wrote {}", config.display());
+    }
+    // Keep the state directory out of version control.
+    let ignore = dir.join(".gitignore");
+    if !ignore.exists() {
+        fs::write(&ignore, "*\n").with_context(|| format!("cannot write {}", ignore.display()))?;
+    }
+    alembic_store::open_project(root).context("cannot create the project database")?;
+    println!("initialised {}", dir.display());
+    Ok(Exit::Ok)
+}

@@ -1,0 +1,67 @@
+//! `alembic`: the command line of the Alembic tool runtime and memory system.
+
+mod cmd;
+mod exit;
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::exit::Exit;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "alembic",
+    version,
+    about = "Tool runtime and memory for AI coding agents",
+    long_about = "Alembic runs tools for AI coding agents safely (allowlists, path confinement, command policy, \
+                  audit log) and keeps what they learn about a codebase across sessions.\n\n\
+                  Exit codes: 0 ok, 1 tool error, 2 usage or validation error, 3 refused by policy."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Options shared by commands that work on a project.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ProjectArgs {
+    /// Project root (defaults to the current directory)
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub project: PathBuf,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Create .alembic/ with a commented config.toml
+    Init(cmd::init::InitArgs),
+    /// List, inspect and call tools through the full pipeline
+    #[command(subcommand)]
+    Tools(cmd::tools::ToolsCommand),
+    /// Inspect and verify the audit log
+    #[command(subcommand)]
+    Audit(cmd::audit::AuditCommand),
+}
+
+fn main() {
+    init_tracing();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Init(a) => cmd::init::run(a),
+        Command::Tools(c) => cmd::tools::run(c),
+        Command::Audit(c) => cmd::audit::run(c),
+    };
+    std::process::exit(exit::report(result));
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("ALEMBIC_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+/// Result type of every command: `Ok(Exit)` carries a non-error exit code (e.g. a refused tool call).
+pub type CmdResult = anyhow::Result<Exit>;

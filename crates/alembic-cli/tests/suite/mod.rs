@@ -1,0 +1,11 @@
+mod audit_cli;
+mod tools_cli;
+
+use assert_cmd::Command;
+
+/// The alembic binary, run in `dir`.
+pub fn alembic(dir: &std::path::Path) -> Command {
+    let mut c = Command::cargo_bin("alembic").unwrap();
+    c.current_dir(dir).env("ALEMBIC_LOG", "error");
+    c
+}
