@@ -27,7 +27,7 @@ pub struct ChatRequest {
     pub max_tokens: Option<u32>,
     /// Sampling temperature; `None` leaves the vendor default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub temperature: Option<f32>,
+    pub temperature: Option<f64>,
     /// Whether `LlmProvider::chat` should stream internally (see `LlmProvider::chat_stream`).
     #[serde(default)]
     pub stream: bool,

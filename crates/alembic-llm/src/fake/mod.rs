@@ -26,6 +26,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -132,6 +133,8 @@ pub enum FakeReply {
     RawJson(Value),
     /// These SSE events (each a block such as `"data: {...}"`), status 200.
     RawSse(Vec<String>),
+    /// These SSE events, then silence with the connection kept open (stream idle timeouts).
+    StalledSse(Vec<String>),
     /// Accept the request and never answer (for timeout tests).
     Hang,
 }
@@ -361,7 +364,8 @@ async fn handle(
             body,
         }) => plain(status, &headers, body),
         Some(FakeReply::RawJson(value)) => json_response(&value),
-        Some(FakeReply::RawSse(events)) => sse_response(&events),
+        Some(FakeReply::RawSse(events)) => sse_response(&events, false),
+        Some(FakeReply::StalledSse(events)) => sse_response(&events, true),
         Some(FakeReply::Hang) => std::future::pending().await,
         Some(FakeReply::Turn(turn)) => {
             let render = render::Renderer {
@@ -370,7 +374,7 @@ async fn handle(
                 turn: &turn,
             };
             if stream {
-                sse_response(&render.sse_events())
+                sse_response(&render.sse_events(), false)
             } else {
                 json_response(&render.json())
             }
@@ -405,7 +409,7 @@ fn json_response(value: &Value) -> Response {
 
 /// Sends the events in small pieces (cut at character boundaries, not at event boundaries) so
 /// that clients must reassemble events across network chunks.
-fn sse_response(events: &[String]) -> Response {
+fn sse_response(events: &[String], stall: bool) -> Response {
     let text: String = events.iter().map(|event| format!("{event}\n\n")).collect();
     let mut pieces = Vec::new();
     let mut current = String::new();
@@ -420,7 +424,12 @@ fn sse_response(events: &[String]) -> Response {
     if !current.is_empty() {
         pieces.push(Ok(Bytes::from(current)));
     }
-    let body = Body::from_stream(futures::stream::iter(pieces));
+    let pieces = futures::stream::iter(pieces);
+    let body = if stall {
+        Body::from_stream(pieces.chain(futures::stream::pending()))
+    } else {
+        Body::from_stream(pieces)
+    };
     (
         [
             (header::CONTENT_TYPE, "text/event-stream"),
