@@ -13,6 +13,7 @@
 //! ```
 
 pub mod active;
+pub mod coordinator;
 pub mod exploration;
 pub mod message;
 pub mod observation;
@@ -23,6 +24,10 @@ pub mod window;
 pub use active::{
     ActiveContext, ActiveContextOptions, DistilledContext, Finding, Plan, PlanStep, RecentSummary,
     ScopeId, StepStatus,
+};
+pub use coordinator::{
+    Allocation, BudgetProfile, CoordinatorError, MemoryCoordinator, PersistentRecall,
+    RecalledMemory, StaticPromptRequest,
 };
 pub use exploration::{
     ExitDecision, ExitReason, ExplorationBudget, ExplorationTracker, Metrics, Nudge, NudgeKind,
