@@ -61,8 +61,13 @@ impl WireFormat for GeminiWire {
         headers
     }
 
-    fn encode(&self, request: &ChatRequest, _model: &str, _stream: bool) -> Value {
-        let mut body = json!({ "contents": encode_contents(&request.messages) });
+    fn encode(&self, request: &ChatRequest, model: &str, _stream: bool) -> Value {
+        let signatures = if model.contains("gemini-3") {
+            Signatures::Required
+        } else {
+            Signatures::AsReceived
+        };
+        let mut body = json!({ "contents": encode_contents(&request.messages, signatures) });
         let system = request.effective_system();
         if !system.is_empty() {
             body["systemInstruction"] = json!({ "parts": [{ "text": system }] });
@@ -170,9 +175,20 @@ fn answer_text(part: &Value) -> Option<&str> {
     part.get("text").and_then(Value::as_str)
 }
 
+/// Gemini 3 rejects a model turn whose first function call carries no `thoughtSignature`. Calls
+/// that come from elsewhere (another provider, a history store that dropped the field) get the
+/// placeholder Google documents for that case; other models get exactly what they sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Signatures {
+    Required,
+    AsReceived,
+}
+
+const PLACEHOLDER_SIGNATURE: &str = "skip_thought_signature_validator";
+
 /// Gemini's roles are `user` and `model`; function results travel as `functionResponse` parts of a
 /// user turn, and neighbouring turns of the same role are merged.
-fn encode_contents(messages: &[Message]) -> Vec<Value> {
+fn encode_contents(messages: &[Message], signatures: Signatures) -> Vec<Value> {
     let names = tool_names_by_call_id(messages);
     let mut turns: Vec<(&str, Vec<Value>)> = Vec::new();
     for message in messages {
@@ -185,6 +201,17 @@ fn encode_contents(messages: &[Message]) -> Vec<Value> {
             } => {
                 let mut parts: Vec<Value> = text_part(content).into_iter().collect();
                 parts.extend(tool_calls.iter().map(encode_call));
+                let unsigned = tool_calls
+                    .iter()
+                    .all(|call| call.thought_signature.is_none());
+                if signatures == Signatures::Required
+                    && unsigned
+                    && let Some(first_call) = parts
+                        .iter_mut()
+                        .find(|part| part.get("functionCall").is_some())
+                {
+                    first_call["thoughtSignature"] = json!(PLACEHOLDER_SIGNATURE);
+                }
                 ("model", parts)
             }
             Message::Tool {

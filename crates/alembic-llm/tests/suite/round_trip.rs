@@ -156,3 +156,49 @@ async fn anthropic_merges_consecutive_tool_results_into_one_user_message() {
     assert_eq!(kinds, vec!["tool_result", "tool_result", "text"]);
     assert_eq!(body["messages"][2]["content"][1]["is_error"], json!(true));
 }
+
+#[tokio::test]
+async fn gemini_3_gets_a_placeholder_signature_for_calls_that_lost_theirs() {
+    let history = vec![
+        Message::user("q"),
+        Message::assistant_with_calls(
+            "",
+            vec![
+                alembic_llm::ToolCall::new("c1", "read_file", json!({ "path": "a" })),
+                alembic_llm::ToolCall::new("c2", "read_file", json!({ "path": "b" })),
+            ],
+        ),
+        Message::tool_result("c1", "A"),
+        Message::tool_result("c2", "B"),
+    ];
+    let mut signatures = Vec::new();
+    for model in ["gemini-3-flash-preview", "gemini-2.5-flash"] {
+        let server = FakeServer::start(ProviderKind::Gemini).await.unwrap();
+        server.push(FakeTurn::text("ok"));
+        chat(
+            &server.provider().unwrap(),
+            &ChatRequest::new(model, history.clone()),
+        )
+        .await;
+        let parts = server.requests()[0]
+            .body
+            .pointer("/contents/1/parts")
+            .unwrap()
+            .clone();
+        signatures.push(
+            parts
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p.get("thoughtSignature").cloned())
+                .collect::<Vec<_>>(),
+        );
+    }
+    assert_eq!(
+        signatures,
+        vec![
+            vec![Some(json!("skip_thought_signature_validator")), None],
+            vec![None, None]
+        ]
+    );
+}
