@@ -169,7 +169,12 @@ impl HttpProvider {
         let status = response.status();
         if !status.is_success() {
             let retry_after = retry_after_from_headers(response.headers(), self.clock.wall_now());
-            let text = response.text().await.unwrap_or_default();
+            // Streamed requests carry no reqwest timeout, so bound the error body here.
+            let text = tokio::time::timeout(self.request_timeout, response.text())
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .unwrap_or_default();
             return Err(LlmError::Http {
                 provider: self.name.clone(),
                 status: status.as_u16(),

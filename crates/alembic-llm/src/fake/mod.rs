@@ -37,6 +37,7 @@ use crate::http::HttpProvider;
 use crate::model::Usage;
 use crate::retry::RetryPolicy;
 
+mod inspect;
 mod render;
 
 /// The key fake providers send; the servers do not check it.
@@ -185,6 +186,8 @@ pub struct RecordedRequest {
     pub headers: BTreeMap<String, String>,
     /// The body as JSON (a JSON string if it was not JSON).
     pub body: Value,
+    /// The wire format the request was sent in (for the vendor-neutral readers in `inspect`).
+    pub kind: ProviderKind,
 }
 
 impl RecordedRequest {
@@ -195,10 +198,24 @@ impl RecordedRequest {
     }
 }
 
-#[derive(Debug, Default)]
+/// Decides the reply from the request, once the queue of scripted replies is empty.
+pub type Responder = Arc<dyn Fn(&RecordedRequest) -> FakeReply + Send + Sync>;
+
+#[derive(Default)]
 struct FakeState {
     replies: VecDeque<FakeReply>,
     requests: Vec<RecordedRequest>,
+    responder: Option<Responder>,
+}
+
+impl std::fmt::Debug for FakeState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FakeState")
+            .field("replies", &self.replies)
+            .field("requests", &self.requests.len())
+            .field("responder", &self.responder.is_some())
+            .finish()
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -264,6 +281,17 @@ impl FakeServer {
     /// answers 500 "fake server: no scripted reply left".
     pub fn push(&self, reply: impl Into<FakeReply>) -> &Self {
         self.shared.lock().replies.push_back(reply.into());
+        self
+    }
+
+    /// Answers with `responder(request)` whenever no scripted reply is queued, so that a fake
+    /// model can react to what it is sent (say, answer at once when the system prompt already
+    /// holds a remembered fact).
+    pub fn respond_with(
+        &self,
+        responder: impl Fn(&RecordedRequest) -> FakeReply + Send + Sync + 'static,
+    ) -> &Self {
+        self.shared.lock().responder = Some(Arc::new(responder));
         self
     }
 
@@ -346,12 +374,15 @@ async fn handle(
             })
             .collect(),
         body,
+        kind: shared.kind,
     };
-    let reply = {
+    let (queued, responder) = {
         let mut state = shared.lock();
-        state.requests.push(recorded);
-        state.replies.pop_front()
+        state.requests.push(recorded.clone());
+        (state.replies.pop_front(), state.responder.clone())
     };
+    // The responder runs without the lock, so it may look at the server too.
+    let reply = queued.or_else(|| responder.map(|respond| respond(&recorded)));
     match reply {
         None => plain(
             500,

@@ -1,4 +1,6 @@
 mod config;
+mod decode;
+mod fake_server;
 mod golden;
 mod malformed;
 mod reliability;
