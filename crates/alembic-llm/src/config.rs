@@ -164,6 +164,8 @@ pub struct ProviderConfig {
     pub connect_timeout: Duration,
     pub retry: RetryPolicy,
     pub breaker: BreakerPolicy,
+    /// Requests of this provider in flight at once; more wait their turn.
+    pub max_concurrency: usize,
 }
 
 impl ProviderConfig {
@@ -184,7 +186,21 @@ impl ProviderConfig {
             connect_timeout: Duration::from_secs(10),
             retry: RetryPolicy::default(),
             breaker: BreakerPolicy::default(),
+            max_concurrency: 4,
         }
+    }
+}
+
+impl ProviderConfig {
+    /// One line for traces and `--verbose` output: provider, model, endpoint, whether a key is
+    /// set. Never the key.
+    pub fn summary(&self) -> String {
+        let key = if self.api_key.is_some() {
+            "key set"
+        } else {
+            "no key"
+        };
+        format!("{} {} at {} ({key})", self.kind, self.model, self.base_url)
     }
 }
 
@@ -200,6 +216,7 @@ pub struct LlmFileSettings {
     pub api_key_env: Option<String>,
     pub timeout_secs: Option<u64>,
     pub max_retries: Option<u32>,
+    pub max_concurrency: Option<usize>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -392,6 +409,9 @@ pub fn resolve_provider_config(
     }
     if let Some(retries) = file.and_then(|f| f.max_retries) {
         config.retry.max_retries = retries;
+    }
+    if let Some(slots) = file.and_then(|f| f.max_concurrency) {
+        config.max_concurrency = slots.max(1);
     }
     Ok(config)
 }

@@ -48,6 +48,8 @@ impl WireFormat for GeminiWire {
         } else {
             "generateContent"
         };
+        // Google lists models as `models/<name>`; accept that spelling too.
+        let model = model.trim_start_matches("models/");
         join_url(&base, &format!("models/{model}:{method}"))
     }
 

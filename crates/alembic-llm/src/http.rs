@@ -2,14 +2,15 @@
 //! cancellation, and turning SSE bytes into `StreamEvent`s through the vendor's decoder.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use eventsource_stream::{EventStreamError, Eventsource};
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use serde_json::Value;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use crate::breaker::CircuitBreaker;
@@ -33,6 +34,10 @@ pub struct HttpProvider {
     client: reqwest::Client,
     retry: RetryPolicy,
     breaker: CircuitBreaker,
+    /// At most `max_concurrency` requests in flight (shared by clones).
+    slots: Arc<Semaphore>,
+    /// End of the window a vendor's 429 asked every request to wait out.
+    rate_limited_until: Arc<Mutex<Option<Instant>>>,
     clock: Arc<dyn Clock>,
     request_timeout: Duration,
     stream_idle_timeout: Duration,
@@ -74,6 +79,8 @@ impl HttpProvider {
             clock,
             request_timeout: config.request_timeout,
             stream_idle_timeout: config.stream_idle_timeout,
+            slots: Arc::new(Semaphore::new(config.max_concurrency.max(1))),
+            rate_limited_until: Arc::new(Mutex::new(None)),
         })
     }
 
@@ -95,24 +102,22 @@ impl HttpProvider {
         }
     }
 
+    /// Sends one request, retrying transient failures. Returns the reply with the concurrency
+    /// slot it holds (a stream keeps its slot until it is dropped).
     async fn send_with_retries(
         &self,
         request: &ChatRequest,
         stream: bool,
         cancel: &CancellationToken,
-    ) -> Result<Reply, LlmError> {
+    ) -> Result<(Reply, OwnedSemaphorePermit), LlmError> {
         let model = self.model_for(request);
         let url = self.wire.endpoint(&self.base_url, model, stream);
         let body = self.wire.encode(request, model, stream);
+        let permit = self.acquire_slot(cancel).await?;
         let mut attempt = 0;
         loop {
-            self.breaker
-                .try_acquire()
-                .map_err(|refusal| LlmError::CircuitOpen {
-                    provider: self.name.clone(),
-                    failures: refusal.failures,
-                    retry_in: refusal.retry_in,
-                })?;
+            self.wait_out_rate_limit(cancel).await?;
+            self.check_breaker()?;
             let outcome = tokio::select! {
                 biased;
                 () = cancel.cancelled() => Err(self.cancelled()),
@@ -121,25 +126,81 @@ impl HttpProvider {
             let error = match outcome {
                 Ok(reply) => {
                     self.breaker.record_success();
-                    return Ok(reply);
+                    return Ok((reply, permit));
                 }
                 Err(error) => error,
             };
             self.record_failure(&error);
-            let delay = match error.is_transient() {
-                true => self.retry.delay_before_retry(attempt, error.retry_after()),
-                false => None,
-            };
-            let Some(delay) = delay else {
+            let Some(delay) = self.retry_delay(attempt, &error) else {
                 return Err(error);
             };
             tracing::warn!(provider = %self.name, attempt, error = %error, delay_ms = delay.as_millis() as u64, "retrying llm request");
-            tokio::select! {
-                biased;
-                () = cancel.cancelled() => return Err(self.cancelled()),
-                () = self.clock.sleep(delay) => {}
-            }
+            self.sleep_unless_cancelled(delay, cancel).await?;
             attempt += 1;
+        }
+    }
+
+    /// Waits for one of the provider's `max_concurrency` request slots.
+    async fn acquire_slot(
+        &self,
+        cancel: &CancellationToken,
+    ) -> Result<OwnedSemaphorePermit, LlmError> {
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => Err(self.cancelled()),
+            permit = self.slots.clone().acquire_owned() => permit.map_err(|_closed| self.cancelled()),
+        }
+    }
+
+    /// After a 429 with `Retry-After`, every request of this provider waits out the window,
+    /// not just the one that was refused.
+    async fn wait_out_rate_limit(&self, cancel: &CancellationToken) -> Result<(), LlmError> {
+        let until = *self
+            .rate_limited_until
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let now = self.clock.now();
+        match until {
+            Some(until) if until > now => self.sleep_unless_cancelled(until - now, cancel).await,
+            _ => Ok(()),
+        }
+    }
+
+    fn check_breaker(&self) -> Result<(), LlmError> {
+        self.breaker
+            .try_acquire()
+            .map_err(|refusal| LlmError::CircuitOpen {
+                provider: self.name.clone(),
+                failures: refusal.failures,
+                retry_in: refusal.retry_in,
+            })
+    }
+
+    fn retry_delay(&self, attempt: u32, error: &LlmError) -> Option<Duration> {
+        if !error.is_transient() {
+            return None;
+        }
+        let delay = self.retry.delay_before_retry(attempt, error.retry_after());
+        if let (Some(429), Some(wait)) = (error.status(), error.retry_after())
+            && wait <= self.retry.max_retry_after
+        {
+            *self
+                .rate_limited_until
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = Some(self.clock.now() + wait);
+        }
+        delay
+    }
+
+    async fn sleep_unless_cancelled(
+        &self,
+        delay: Duration,
+        cancel: &CancellationToken,
+    ) -> Result<(), LlmError> {
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => Err(self.cancelled()),
+            () = self.clock.sleep(delay) => Ok(()),
         }
     }
 
@@ -260,7 +321,7 @@ impl LlmProvider for HttpProvider {
             let stream = self.chat_stream(request, cancel).await?;
             return collect_stream(stream).await;
         }
-        match self.send_with_retries(request, false, cancel).await? {
+        match self.send_with_retries(request, false, cancel).await?.0 {
             Reply::Body(text) => self.decode_body(&text),
             Reply::Stream(_) => Err(LlmError::InvalidResponse {
                 provider: self.name.clone(),
@@ -274,7 +335,9 @@ impl LlmProvider for HttpProvider {
         request: &ChatRequest,
         cancel: &CancellationToken,
     ) -> Result<ChatStream, LlmError> {
-        let Reply::Stream(response) = self.send_with_retries(request, true, cancel).await? else {
+        let (Reply::Stream(response), permit) =
+            self.send_with_retries(request, true, cancel).await?
+        else {
             return Err(LlmError::InvalidResponse {
                 provider: self.name.clone(),
                 message: "expected a stream, got a JSON body".into(),
@@ -289,6 +352,7 @@ impl LlmProvider for HttpProvider {
             finished: false,
             cancel: cancel.clone(),
             idle_timeout: self.stream_idle_timeout,
+            _slot: permit,
         };
         Ok(futures::stream::unfold(state, SseState::next_item).boxed())
     }
@@ -307,6 +371,8 @@ struct SseState {
     finished: bool,
     cancel: CancellationToken,
     idle_timeout: Duration,
+    /// Held until the stream is dropped, so a stream counts against `max_concurrency`.
+    _slot: OwnedSemaphorePermit,
 }
 
 impl SseState {

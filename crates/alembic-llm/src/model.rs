@@ -296,7 +296,8 @@ impl ChatResponse {
 pub enum StreamEvent {
     /// A piece of answer text, to print as it arrives.
     TextDelta { text: String },
-    /// A piece of a tool call being streamed (`index` is the call's position in this reply).
+    /// A piece of a tool call being streamed. `index` tells the calls of one reply apart (the
+    /// vendor's index: OpenAI's tool-call index, Anthropic's content-block index).
     ToolCallDelta {
         index: usize,
         #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -235,3 +235,17 @@ fn the_llm_section_is_read_from_the_user_config_file() {
     );
     assert!(error.contains("unknown field `api_key`"), "{error}");
 }
+
+#[test]
+fn the_summary_line_never_shows_the_key() {
+    let config = resolve(
+        None,
+        &[("ANTHROPIC_API_KEY", "sk-ant-secret")],
+        &ConfigOverrides::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        config.summary(),
+        "anthropic claude-sonnet-4-20250514 at https://api.anthropic.com (key set)"
+    );
+}

@@ -244,3 +244,57 @@ async fn a_vendor_that_never_answers_times_out() {
     assert_eq!(error.to_string(), "gemini did not answer within 45 s");
     assert!(error.is_transient());
 }
+
+#[tokio::test]
+async fn a_rate_limit_window_holds_back_the_next_request_too() {
+    let server = FakeServer::start(ProviderKind::OpenAi).await.unwrap();
+    server.push(FakeReply::rate_limited("20"));
+    server.push(FakeTurn::text("waited"));
+    let clock = ManualClock::default();
+    let mut config = server.provider_config();
+    config.retry = RetryPolicy::none();
+    let provider = HttpProvider::with_clock(config, Arc::new(clock.clone())).unwrap();
+    let refused = chat(&provider).await.unwrap_err();
+    assert_eq!(refused.status(), Some(429));
+    clock.advance(Duration::from_secs(5));
+    assert_eq!(chat(&provider).await.unwrap(), "waited");
+    assert_eq!(
+        clock.sleeps(),
+        secs(&[15]),
+        "the second call waits out the rest of the window"
+    );
+}
+
+#[tokio::test]
+async fn requests_beyond_max_concurrency_wait_for_a_slot() {
+    let server = FakeServer::start(ProviderKind::OpenAi).await.unwrap();
+    server.push(FakeReply::Hang);
+    server.push(FakeTurn::text("third"));
+    let mut config = server.provider_config();
+    config.max_concurrency = 1;
+    let provider = HttpProvider::new(config).unwrap();
+    let (first_cancel, second_cancel) = (CancellationToken::new(), CancellationToken::new());
+    let request = request();
+    let first = provider.chat(&request, &first_cancel);
+    let second = provider.chat(&request, &second_cancel);
+    let driver = async {
+        while server.requests().is_empty() {
+            tokio::task::yield_now().await;
+        }
+        // The first request holds the only slot: the second cannot reach the server.
+        for _ in 0..100 {
+            tokio::task::yield_now().await;
+        }
+        second_cancel.cancel();
+        first_cancel.cancel();
+    };
+    let (first, second, ()) = tokio::join!(first, second, driver);
+    assert!(matches!(first, Err(LlmError::Cancelled { .. })));
+    assert!(matches!(second, Err(LlmError::Cancelled { .. })));
+    assert_eq!(server.requests().len(), 1);
+    assert_eq!(
+        chat(&provider).await.unwrap(),
+        "third",
+        "cancelled calls give their slot back"
+    );
+}
