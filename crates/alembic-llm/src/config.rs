@@ -386,14 +386,29 @@ pub fn resolve_provider_config(
             config_path: file_path.map(Path::to_owned),
         });
     }
-    let base_url = explicit_base
+    let base_url = base_url_for(kind, explicit_base)?;
+    let model = model_for(kind, overrides, file)?;
+    let mut config = ProviderConfig::new(kind, model, base_url, api_key);
+    apply_file_tuning(&mut config, file);
+    Ok(config)
+}
+
+fn base_url_for(kind: ProviderKind, explicit: Option<String>) -> Result<String, ConfigError> {
+    explicit
         .or_else(|| kind.default_base_url().map(str::to_owned))
         .ok_or_else(|| ConfigError::MissingSetting {
             provider: kind,
             what: "a base url",
             how: format!("{} or base_url in [llm]", kind.base_url_env()),
-        })?;
-    let model = overrides
+        })
+}
+
+fn model_for(
+    kind: ProviderKind,
+    overrides: &ConfigOverrides,
+    file: Option<&LlmFileSettings>,
+) -> Result<String, ConfigError> {
+    overrides
         .model
         .clone()
         .or_else(|| file.and_then(|f| f.model.clone()))
@@ -402,18 +417,21 @@ pub fn resolve_provider_config(
             provider: kind,
             what: "a model",
             how: "--model or model in [llm]".into(),
-        })?;
-    let mut config = ProviderConfig::new(kind, model, base_url, api_key);
-    if let Some(secs) = file.and_then(|f| f.timeout_secs) {
+        })
+}
+
+/// Timeout, retries and concurrency from the file, when set there.
+fn apply_file_tuning(config: &mut ProviderConfig, file: Option<&LlmFileSettings>) {
+    let Some(file) = file else { return };
+    if let Some(secs) = file.timeout_secs {
         config.request_timeout = Duration::from_secs(secs.max(1));
     }
-    if let Some(retries) = file.and_then(|f| f.max_retries) {
+    if let Some(retries) = file.max_retries {
         config.retry.max_retries = retries;
     }
-    if let Some(slots) = file.and_then(|f| f.max_concurrency) {
+    if let Some(slots) = file.max_concurrency {
         config.max_concurrency = slots.max(1);
     }
-    Ok(config)
 }
 
 fn detect_from_env(env_value: &dyn Fn(&str) -> Option<String>) -> Option<ProviderKind> {

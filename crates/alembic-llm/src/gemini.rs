@@ -200,22 +200,7 @@ fn encode_contents(messages: &[Message], signatures: Signatures) -> Vec<Value> {
             Message::Assistant {
                 content,
                 tool_calls,
-            } => {
-                let mut parts: Vec<Value> = text_part(content).into_iter().collect();
-                parts.extend(tool_calls.iter().map(encode_call));
-                let unsigned = tool_calls
-                    .iter()
-                    .all(|call| call.thought_signature.is_none());
-                if signatures == Signatures::Required
-                    && unsigned
-                    && let Some(first_call) = parts
-                        .iter_mut()
-                        .find(|part| part.get("functionCall").is_some())
-                {
-                    first_call["thoughtSignature"] = json!(PLACEHOLDER_SIGNATURE);
-                }
-                ("model", parts)
-            }
+            } => ("model", model_parts(content, tool_calls, signatures)),
             Message::Tool {
                 tool_call_id,
                 content,
@@ -248,6 +233,24 @@ fn encode_contents(messages: &[Message], signatures: Signatures) -> Vec<Value> {
         .collect()
 }
 
+/// Text and function calls of one model turn.
+fn model_parts(content: &str, tool_calls: &[ToolCall], signatures: Signatures) -> Vec<Value> {
+    let mut parts: Vec<Value> = text_part(content).into_iter().collect();
+    parts.extend(tool_calls.iter().map(encode_call));
+    let unsigned = tool_calls
+        .iter()
+        .all(|call| call.thought_signature.is_none());
+    if signatures == Signatures::Required
+        && unsigned
+        && let Some(first_call) = parts
+            .iter_mut()
+            .find(|part| part.get("functionCall").is_some())
+    {
+        first_call["thoughtSignature"] = json!(PLACEHOLDER_SIGNATURE);
+    }
+    parts
+}
+
 fn text_part(text: &str) -> Option<Value> {
     (!text.is_empty()).then(|| json!({ "text": text }))
 }
@@ -268,56 +271,68 @@ fn encode_call(call: &ToolCall) -> Value {
 /// Gemini accepts an OpenAPI subset of JSON Schema and rejects unknown keywords, so keep only the
 /// documented ones, turn `"type": [T, "null"]` into `nullable`, and give arrays an `items`.
 pub(crate) fn sanitize_schema(schema: &Value) -> Value {
-    const KEPT: &[&str] = &[
-        "type",
-        "format",
-        "title",
-        "description",
-        "nullable",
-        "enum",
-        "maxItems",
-        "minItems",
-        "properties",
-        "required",
-        "minProperties",
-        "maxProperties",
-        "minLength",
-        "maxLength",
-        "pattern",
-        "anyOf",
-        "propertyOrdering",
-        "items",
-        "minimum",
-        "maximum",
-    ];
     let Value::Object(object) = schema else {
         return json!({ "type": "object" });
     };
-    let mut out = Map::new();
-    for (key, value) in object
+    let mut out: Map<String, Value> = object
         .iter()
-        .filter(|(key, _)| KEPT.contains(&key.as_str()))
-    {
-        let value = match key.as_str() {
-            "properties" => Value::Object(
-                value
-                    .as_object()
-                    .into_iter()
-                    .flatten()
-                    .map(|(name, s)| (name.clone(), sanitize_schema(s)))
-                    .collect(),
-            ),
-            "items" => sanitize_schema(value),
-            "anyOf" => value
-                .as_array()
+        .filter(|(key, _)| GEMINI_SCHEMA_KEYS.contains(&key.as_str()))
+        .map(|(key, value)| (key.clone(), sanitize_keyword(key, value)))
+        .collect();
+    settle_schema_type(&mut out);
+    Value::Object(out)
+}
+
+/// The Schema fields Gemini documents; everything else (`$schema`, `default`, `examples`,
+/// `additionalProperties`…) is dropped.
+const GEMINI_SCHEMA_KEYS: &[&str] = &[
+    "type",
+    "format",
+    "title",
+    "description",
+    "nullable",
+    "enum",
+    "maxItems",
+    "minItems",
+    "properties",
+    "required",
+    "minProperties",
+    "maxProperties",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "anyOf",
+    "propertyOrdering",
+    "items",
+    "minimum",
+    "maximum",
+];
+
+/// Recurses into the keywords that hold schemas.
+fn sanitize_keyword(key: &str, value: &Value) -> Value {
+    match key {
+        "properties" => Value::Object(
+            value
+                .as_object()
                 .into_iter()
                 .flatten()
-                .map(sanitize_schema)
+                .map(|(name, schema)| (name.clone(), sanitize_schema(schema)))
                 .collect(),
-            _ => value.clone(),
-        };
-        out.insert(key.clone(), value);
+        ),
+        "items" => sanitize_schema(value),
+        "anyOf" => value
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(sanitize_schema)
+            .collect(),
+        _ => value.clone(),
     }
+}
+
+/// One concrete `type` per schema (`[T, "null"]` becomes `T` + `nullable`), a guessed type when
+/// none is given, and `items` for arrays, which Gemini requires.
+fn settle_schema_type(out: &mut Map<String, Value>) {
     if let Some(Value::Array(types)) = out.get("type").cloned() {
         let concrete = types
             .iter()
@@ -340,7 +355,6 @@ pub(crate) fn sanitize_schema(schema: &Value) -> Value {
     if out.get("type").and_then(Value::as_str) == Some("array") && !out.contains_key("items") {
         out.insert("items".into(), json!({ "type": "string" }));
     }
-    Value::Object(out)
 }
 
 fn finish_reason(reason: Option<&str>) -> FinishReason {

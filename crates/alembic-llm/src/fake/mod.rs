@@ -347,35 +347,7 @@ async fn handle(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let body: Value = serde_json::from_slice(&body)
-        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into()));
-    let path = uri
-        .path_and_query()
-        .map_or_else(|| uri.path().to_owned(), ToString::to_string);
-    let stream = match shared.kind {
-        ProviderKind::Gemini => path.contains("streamGenerateContent"),
-        _ => body.get("stream").and_then(Value::as_bool) == Some(true),
-    };
-    let model = body
-        .get("model")
-        .and_then(Value::as_str)
-        .unwrap_or("fake-model")
-        .to_owned();
-    let recorded = RecordedRequest {
-        method: method.to_string(),
-        path,
-        headers: headers
-            .iter()
-            .map(|(name, value)| {
-                (
-                    name.as_str().to_owned(),
-                    String::from_utf8_lossy(value.as_bytes()).into_owned(),
-                )
-            })
-            .collect(),
-        body,
-        kind: shared.kind,
-    };
+    let recorded = record(shared.kind, &method, &uri, &headers, &body);
     let (queued, responder) = {
         let mut state = shared.lock();
         state.requests.push(recorded.clone());
@@ -389,22 +361,68 @@ async fn handle(
             &[],
             json!({ "error": { "message": "fake server: no scripted reply left" } }).to_string(),
         ),
-        Some(FakeReply::Status {
+        Some(FakeReply::Hang) => std::future::pending().await,
+        Some(reply) => respond(&recorded, reply),
+    }
+}
+
+fn record(
+    kind: ProviderKind,
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> RecordedRequest {
+    let body: Value = serde_json::from_slice(body)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into()));
+    let path = uri
+        .path_and_query()
+        .map_or_else(|| uri.path().to_owned(), ToString::to_string);
+    let headers = headers
+        .iter()
+        .map(|(name, value)| {
+            (
+                name.as_str().to_owned(),
+                String::from_utf8_lossy(value.as_bytes()).into_owned(),
+            )
+        })
+        .collect();
+    RecordedRequest {
+        method: method.to_string(),
+        path,
+        headers,
+        body,
+        kind,
+    }
+}
+
+fn respond(request: &RecordedRequest, reply: FakeReply) -> Response {
+    match reply {
+        FakeReply::Status {
             status,
             headers,
             body,
-        }) => plain(status, &headers, body),
-        Some(FakeReply::RawJson(value)) => json_response(&value),
-        Some(FakeReply::RawSse(events)) => sse_response(&events, false),
-        Some(FakeReply::StalledSse(events)) => sse_response(&events, true),
-        Some(FakeReply::Hang) => std::future::pending().await,
-        Some(FakeReply::Turn(turn)) => {
+        } => plain(status, &headers, body),
+        FakeReply::RawJson(value) => json_response(&value),
+        FakeReply::RawSse(events) => sse_response(&events, false),
+        FakeReply::StalledSse(events) => sse_response(&events, true),
+        FakeReply::Hang => plain(
+            500,
+            &[],
+            "fake server: hang is handled before rendering".into(),
+        ),
+        FakeReply::Turn(turn) => {
+            let model = request
+                .body
+                .get("model")
+                .and_then(Value::as_str)
+                .unwrap_or("fake-model");
             let render = render::Renderer {
-                kind: shared.kind,
-                model: &model,
+                kind: request.kind,
+                model,
                 turn: &turn,
             };
-            if stream {
+            if request.is_stream() {
                 sse_response(&render.sse_events(), false)
             } else {
                 json_response(&render.json())
