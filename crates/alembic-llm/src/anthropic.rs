@@ -9,7 +9,7 @@ use crate::model::{
 };
 use crate::wire::{
     DecodeError, StreamDecoder, WireFormat, as_u64, invalid, join_url, parse_json,
-    settle_finish_reason,
+    settle_finish_reason, tool_names_by_call_id,
 };
 
 /// Anthropic requires `max_tokens`; this is used when the request leaves it open.
@@ -47,7 +47,7 @@ impl WireFormat for AnthropicWire {
         let mut body = json!({
             "model": model,
             "max_tokens": request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
-            "messages": encode_messages(&request.messages),
+            "messages": encode_messages(&request.messages, !request.tools.is_empty()),
         });
         let system = request.effective_system();
         if !system.is_empty() {
@@ -125,7 +125,8 @@ impl WireFormat for AnthropicWire {
 
 /// Role plus content blocks; consecutive same-role messages merge into one, because Anthropic
 /// requires alternating roles and wants all tool results of a turn in one user message.
-fn encode_messages(messages: &[Message]) -> Vec<Value> {
+fn encode_messages(messages: &[Message], tools_defined: bool) -> Vec<Value> {
+    let names = tool_names_by_call_id(messages);
     let mut turns: Vec<(&str, Vec<Value>)> = Vec::new();
     for message in messages {
         let (role, blocks) = match message {
@@ -134,29 +135,35 @@ fn encode_messages(messages: &[Message]) -> Vec<Value> {
             Message::Assistant {
                 content,
                 tool_calls,
-            } => {
+            } if tools_defined => {
                 let mut blocks: Vec<Value> = text_block(content).into_iter().collect();
-                blocks.extend(tool_calls.iter().map(|call| {
-                    // Only objects are valid `input`; a malformed call is echoed as empty input.
-                    let input = if call.arguments.is_object() {
-                        call.arguments.clone()
-                    } else {
-                        json!({})
-                    };
-                    json!({ "type": "tool_use", "id": call.id, "name": call.name, "input": input })
-                }));
+                blocks.extend(tool_calls.iter().map(tool_use_block));
                 ("assistant", blocks)
             }
+            Message::Assistant {
+                content,
+                tool_calls,
+            } => ("assistant", flattened_calls(content, tool_calls)),
             Message::Tool {
                 tool_call_id,
                 content,
                 is_error,
+            } if tools_defined => (
+                "user",
+                vec![tool_result_block(tool_call_id, content, *is_error)],
+            ),
+            Message::Tool {
+                tool_call_id,
+                content,
+                ..
             } => {
-                let mut block = json!({ "type": "tool_result", "tool_use_id": tool_call_id, "content": content });
-                if *is_error {
-                    block["is_error"] = json!(true);
-                }
-                ("user", vec![block])
+                let name = names.get(tool_call_id.as_str()).copied().unwrap_or("tool");
+                (
+                    "user",
+                    text_block(&format!("[result of {name}]\n{content}"))
+                        .into_iter()
+                        .collect(),
+                )
             }
         };
         // Empty turns are dropped: Anthropic rejects empty text blocks (reference bug 39).
@@ -172,6 +179,38 @@ fn encode_messages(messages: &[Message]) -> Vec<Value> {
         .into_iter()
         .map(|(role, content)| json!({ "role": role, "content": content }))
         .collect()
+}
+
+fn tool_use_block(call: &crate::model::ToolCall) -> Value {
+    // Only objects are valid `input`; a malformed call is echoed as empty input.
+    let input = if call.arguments.is_object() {
+        call.arguments.clone()
+    } else {
+        json!({})
+    };
+    json!({ "type": "tool_use", "id": call.id, "name": call.name, "input": input })
+}
+
+fn tool_result_block(tool_call_id: &str, content: &str, is_error: bool) -> Value {
+    let mut block =
+        json!({ "type": "tool_result", "tool_use_id": tool_call_id, "content": content });
+    if is_error {
+        block["is_error"] = json!(true);
+    }
+    block
+}
+
+/// Anthropic refuses `tool_use`/`tool_result` blocks in a request that defines no tools, so a
+/// history with tool rounds sent without tools (a forced summary, say) is told as text.
+fn flattened_calls(content: &str, tool_calls: &[crate::model::ToolCall]) -> Vec<Value> {
+    let mut text = content.to_owned();
+    for call in tool_calls {
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(&format!("[called {} with {}]", call.name, call.arguments));
+    }
+    text_block(&text).into_iter().collect()
 }
 
 fn text_block(text: &str) -> Option<Value> {

@@ -11,6 +11,17 @@
 //! Malformed tool-call arguments from the model are not errors: they come back in
 //! [`ChatResponse::malformed_tool_calls`] with text to feed back to the model.
 //!
+//! Tool-calling shapes the TypeScript reference got wrong, and what happens here instead:
+//! - OpenAI: `tool_choice` is sent only together with `tools` (the API rejects it alone).
+//! - Anthropic: under `ToolChoice::None` the tools stay in the request with
+//!   `{"type":"none"}`; with no tools at all, earlier tool rounds are told as text (the API
+//!   refuses tool blocks without tool definitions); empty text blocks are never sent; tool
+//!   results of one turn go in one user message. Anthropic calls get the same retries, breaker
+//!   and cancellation as the others.
+//! - Gemini: the key travels in the `x-goog-api-key` header, never in the URL;
+//!   `thoughtSignature`s are echoed with their calls.
+//! - Every provider honours cancellation, and cancelled calls do not count towards the breaker.
+//!
 //! With the `fake-server` feature, `fake::FakeServer` serves each wire format on 127.0.0.1 from
 //! scripted turns, for tests here and in the agent crate.
 //!

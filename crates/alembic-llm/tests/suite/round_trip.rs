@@ -202,3 +202,15 @@ async fn gemini_3_gets_a_placeholder_signature_for_calls_that_lost_theirs() {
         ]
     );
 }
+
+#[tokio::test]
+async fn anthropic_without_tools_tells_earlier_tool_rounds_as_text() {
+    let server = FakeServer::start(ProviderKind::Anthropic).await.unwrap();
+    server.push(FakeTurn::text("summary"));
+    let mut request = super::support::rich_request();
+    request.tools.clear();
+    chat(&server.provider().unwrap(), &request).await;
+    let body = &server.requests()[0].body;
+    assert_eq!(body.get("tool_choice"), None);
+    insta::assert_json_snapshot!("anthropic_flattened_history", body["messages"]);
+}
