@@ -116,6 +116,8 @@ pub struct Tree {
 
 struct Entry {
     rel: String,
+    /// A directory at the depth limit: its children were not listed.
+    unexplored: bool,
     is_dir: bool,
     size: u64,
 }
@@ -154,6 +156,7 @@ pub fn list_structure(
         let size = entry.metadata().map(|m| m.len()).unwrap_or(0);
         entries.push(Entry {
             rel: rel_path,
+            unexplored: is_dir && entry.depth() >= depth,
             is_dir,
             size,
         });
@@ -222,6 +225,10 @@ fn draw_level(
         let name = e.rel.rsplit('/').next().unwrap_or(&e.rel);
         let branch = if last { "└── " } else { "├── " };
         if e.is_dir {
+            if e.unexplored {
+                out.push_str(&format!("{indent}{branch}{name}/ …\n"));
+                continue;
+            }
             let count = children.get(e.rel.as_str()).map_or(0, Vec::len);
             out.push_str(&format!("{indent}{branch}{name}/ ({count})\n"));
             let next = format!("{indent}{}", if last { "    " } else { "│   " });

@@ -379,7 +379,9 @@ impl CodeIndex {
                 }
                 Checked::Skipped(s) => {
                     tx.execute("delete from code_files where path = ?1", params![s.path])?;
-                    self.records.remove(&s.path);
+                    if self.records.remove(&s.path).is_some() {
+                        report.removed += 1;
+                    }
                     report.skipped.push(s);
                 }
             }

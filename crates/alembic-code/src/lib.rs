@@ -1,6 +1,27 @@
-//! Code intelligence for Alembic.
+//! Code intelligence for Alembic: what the project-access and ast-graph tools know about
+//! a project's source code.
 //!
-//! placeholder docs, rewritten below once the crate is complete.
+//! - [`summarize`] parses one file with tree-sitter (Swift, Objective-C, Rust, Python,
+//!   TypeScript/TSX, JavaScript, Go, Java, Kotlin, C, C++) into a [`FileSummary`]: types
+//!   with parents and conformances, methods, properties, imports and call sites.
+//! - [`CodeIndex`] keeps those summaries in the project database and refreshes them
+//!   incrementally (mtime + SHA-256), honouring `.gitignore`/`.ignore`/`.alembicignore` and
+//!   skipping vendored directories ([`walk`]).
+//! - [`ProjectGraph`] merges summaries: inheritance and conformance, overrides, a call graph
+//!   whose edges carry a resolution confidence ([`calls`]), modules with Tarjan SCCs and
+//!   layers ([`topology`]), entry points.
+//! - [`search`], [`files`] and [`semantic`] back the project-access tools; every file read
+//!   goes through `alembic_safety::PathGuard`.
+//! - [`register_tools`] adds the 13 tools to an `alembic_tools::ToolRegistry`;
+//!   [`CodeService`] is the shared state they use.
+//!
+//! ```
+//! use alembic_code::{Lang, ProjectGraph, summarize};
+//! let src = "class Base {}\nclass Circle: Base { override func area() {} }\n";
+//! let summary = summarize("Shapes.swift", Lang::Swift, src).unwrap();
+//! let graph = ProjectGraph::build([&summary]);
+//! assert_eq!(graph.inheritance_chain("Circle"), ["Circle", "Base"]);
+//! ```
 
 pub mod calls;
 pub mod extract;
@@ -10,7 +31,9 @@ pub mod index;
 pub mod language;
 pub mod search;
 pub mod semantic;
+pub mod service;
 pub mod summary;
+pub mod tools;
 pub mod topology;
 pub mod walk;
 
@@ -19,6 +42,9 @@ pub use extract::{ParseError, summarize};
 pub use graph::{MethodInfo, ProjectGraph, TypeInfo};
 pub use index::{CodeIndex, IndexError, IndexReport, Progress};
 pub use language::Lang;
+pub use semantic::CodeEmbedder;
+pub use service::CodeService;
 pub use summary::{
     CallSite, FileSummary, Import, Method, Property, ReceiverKind, TypeDecl, TypeKind,
 };
+pub use tools::{TOOL_NAMES, register_tools, run_tool};

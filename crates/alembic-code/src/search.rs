@@ -70,8 +70,15 @@ pub struct PatternResult {
     pub matches: Vec<SearchMatch>,
     /// All matching lines, before the cut to `max_results`.
     pub total: usize,
-    /// Files with at least one match.
-    pub files: Vec<String>,
+    /// Files with at least one match, with their match counts.
+    pub files: Vec<FileCount>,
+}
+
+/// Matches of a pattern in one file.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FileCount {
+    pub file: String,
+    pub matches: usize,
 }
 
 /// The whole result.
@@ -258,7 +265,10 @@ fn rank(
             }
         }
         if all.len() > before {
-            matched_files.push(f.rel.clone());
+            matched_files.push(FileCount {
+                file: f.rel.clone(),
+                matches: all.len() - before,
+            });
         }
     }
     let total = all.len();
@@ -316,41 +326,36 @@ fn context(guard: &PathGuard, rel: &str, line: u64, n: usize) -> String {
         .join("\n")
 }
 
-/// Words that start a declaration or an import in the supported languages.
-const DECLARATION_STARTS: &[&str] = &[
-    "class ",
-    "struct ",
-    "enum ",
-    "interface ",
-    "protocol ",
-    "trait ",
-    "impl ",
-    "fn ",
-    "func ",
-    "def ",
-    "function ",
-    "type ",
-    "extension ",
-    "object ",
-    "pub ",
-    "public ",
-    "private ",
-    "protected ",
-    "internal ",
-    "static ",
-    "final ",
-    "abstract ",
-    "open ",
-    "let ",
-    "var ",
-    "const ",
-    "val ",
-    "typedef ",
-    "@objc",
-    "- (",
-    "+ (",
-    "export ",
+/// Keywords directly before a declared name.
+const DECLARATION_KEYWORDS: &[&str] = &[
+    "class",
+    "struct",
+    "enum",
+    "interface",
+    "protocol",
+    "trait",
+    "impl",
+    "fn",
+    "func",
+    "def",
+    "function",
+    "type",
+    "extension",
+    "object",
+    "let",
+    "var",
+    "const",
+    "val",
+    "typedef",
+    "union",
+    "namespace",
+    "mod",
+    "module",
+    "@interface",
+    "@implementation",
+    "@protocol",
 ];
+/// Line starts that make the whole line an import or a declaration-only construct.
 const IMPORT_STARTS: &[&str] = &[
     "import ",
     "#import",
@@ -368,8 +373,8 @@ const IMPORT_STARTS: &[&str] = &[
 ];
 
 /// Heuristic usage score of a matching line: calls (`name(`, `[obj name:`) +2, member
-/// access (`.name`, `->name`, `::name`) +1, declarations −1, imports and ObjC
-/// declarations −2.
+/// access (`.name`, `->name`, `::name`) +1, the declared name of a declaration (`fn name`,
+/// `class Name`, `- (void)name`) −1, imports and ObjC interface lines −2.
 pub fn usage_score(line: &str, start: usize, end: usize) -> i32 {
     let trimmed = line.trim_start();
     if IMPORT_STARTS.iter().any(|p| trimmed.starts_with(p)) {
@@ -377,10 +382,18 @@ pub fn usage_score(line: &str, start: usize, end: usize) -> i32 {
     }
     let after = line.get(end..).unwrap_or("").trim_start();
     let before = line.get(..start).unwrap_or("").trim_end();
-    let is_call = after.starts_with('(')
+    let matched = line.get(start..end).unwrap_or("");
+    let is_call = matched.ends_with('(')
+        || after.starts_with('(')
         || (after.starts_with(':') && !after.starts_with("::") && before.contains('['));
     let is_member = before.ends_with('.') || before.ends_with("->") || before.ends_with("::");
-    let is_declaration = DECLARATION_STARTS.iter().any(|p| trimmed.starts_with(p));
+    let keyword_before = before
+        .rsplit(|c: char| c.is_whitespace() || c == '(' || c == '{')
+        .next()
+        .unwrap_or("");
+    let objc_method =
+        (trimmed.starts_with("- (") || trimmed.starts_with("+ (")) && before.ends_with(')');
+    let is_declaration = DECLARATION_KEYWORDS.contains(&keyword_before) || objc_method;
     match (is_declaration, is_call, is_member) {
         (true, _, false) => -1,
         (_, true, _) => 2,

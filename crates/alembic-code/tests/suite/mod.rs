@@ -1,3 +1,4 @@
 mod fixtures;
 mod graph_per_language;
 mod index;
+mod tools;

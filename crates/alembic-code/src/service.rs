@@ -1,0 +1,160 @@
+//! [`CodeService`]: the shared, thread-safe front of the index that tool handlers use.
+//!
+//! Every query first refreshes the index (a walk plus `stat`s when nothing changed), so
+//! answers follow the files on disk; the graph and the semantic index are rebuilt only
+//! when a refresh changed something.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use alembic_safety::PathGuard;
+
+use crate::graph::ProjectGraph;
+use crate::index::{CodeIndex, IndexError, IndexReport};
+use crate::semantic::{CodeEmbedder, SemanticIndex};
+use crate::summary::FileSummary;
+
+struct State {
+    index: Option<CodeIndex>,
+    graph: Option<Arc<ProjectGraph>>,
+    semantic: Option<Arc<SemanticIndex>>,
+    graph_build_ms: u64,
+}
+
+/// Code intelligence for one project root, shared by the tools.
+pub struct CodeService {
+    root: PathBuf,
+    guard: PathGuard,
+    embedder: Option<Arc<dyn CodeEmbedder>>,
+    state: Mutex<State>,
+}
+
+impl std::fmt::Debug for CodeService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CodeService")
+            .field("root", &self.root)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CodeService {
+    /// A service for `root`; the index database is opened on first use.
+    pub fn new(root: &Path) -> Result<CodeService, IndexError> {
+        let guard = PathGuard::new(root).map_err(|source| IndexError::Guard {
+            root: root.to_path_buf(),
+            source,
+        })?;
+        Ok(CodeService {
+            root: root.to_path_buf(),
+            guard,
+            embedder: None,
+            state: Mutex::new(State {
+                index: None,
+                graph: None,
+                semantic: None,
+                graph_build_ms: 0,
+            }),
+        })
+    }
+
+    /// Uses `embedder` for `semantic_search_code` (hybrid mode).
+    pub fn with_embedder(mut self, embedder: Arc<dyn CodeEmbedder>) -> CodeService {
+        self.embedder = Some(embedder);
+        self
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn guard(&self) -> &PathGuard {
+        &self.guard
+    }
+
+    pub fn embedder(&self) -> Option<&dyn CodeEmbedder> {
+        self.embedder.as_deref()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock leaves plain data behind; keep using it.
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Refreshes the index from disk and drops derived data if anything changed.
+    pub fn refresh(&self) -> Result<IndexReport, IndexError> {
+        let mut state = self.lock();
+        refresh_locked(&self.root, &mut state)
+    }
+
+    /// The current project graph.
+    pub fn graph(&self) -> Result<Arc<ProjectGraph>, IndexError> {
+        let mut state = self.lock();
+        refresh_locked(&self.root, &mut state)?;
+        if let Some(g) = &state.graph {
+            return Ok(Arc::clone(g));
+        }
+        let started = Instant::now();
+        let graph = Arc::new(
+            state
+                .index
+                .as_ref()
+                .map(CodeIndex::graph)
+                .unwrap_or_default(),
+        );
+        state.graph_build_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        state.graph = Some(Arc::clone(&graph));
+        Ok(graph)
+    }
+
+    /// Milliseconds the last graph build took.
+    pub fn graph_build_ms(&self) -> u64 {
+        self.lock().graph_build_ms
+    }
+
+    /// The stored summary of an indexed file.
+    pub fn summary(&self, path: &str) -> Result<Option<FileSummary>, IndexError> {
+        let mut state = self.lock();
+        refresh_locked(&self.root, &mut state)?;
+        Ok(state.index.as_ref().and_then(|i| i.summary(path)).cloned())
+    }
+
+    /// The semantic index over the current summaries.
+    pub fn semantic(&self) -> Result<Arc<SemanticIndex>, IndexError> {
+        let mut state = self.lock();
+        refresh_locked(&self.root, &mut state)?;
+        if let Some(s) = &state.semantic {
+            return Ok(Arc::clone(s));
+        }
+        let summaries: Vec<&FileSummary> = state
+            .index
+            .as_ref()
+            .map(|i| i.summaries().collect())
+            .unwrap_or_default();
+        let built = Arc::new(SemanticIndex::build(
+            &self.guard,
+            summaries,
+            self.embedder.as_deref(),
+        ));
+        state.semantic = Some(Arc::clone(&built));
+        Ok(built)
+    }
+}
+
+fn refresh_locked(root: &Path, state: &mut State) -> Result<IndexReport, IndexError> {
+    if state.index.is_none() {
+        state.index = Some(CodeIndex::open(root)?);
+    }
+    let Some(index) = state.index.as_mut() else {
+        return Ok(IndexReport::default());
+    };
+    let report = index.refresh(&|_| {})?;
+    let changed = report.parsed > 0 || report.removed > 0;
+    if changed {
+        state.graph = None;
+        state.semantic = None;
+    }
+    Ok(report)
+}

@@ -1,0 +1,444 @@
+//! ast-graph: get_project_overview, get_class_hierarchy, get_class_info,
+//! get_protocol_info, get_method_overrides, get_category_map (plus the two graph query
+//! tools from `graph_query`).
+
+use std::fmt::Write as _;
+
+use alembic_tools::{EffectClass, ToolError, ToolModule, ToolOutput};
+use serde_json::{Value, json};
+
+use super::{Spec, index_error, not_found, required, similar, str_arg};
+use crate::graph::{ProjectGraph, TypeInfo};
+use crate::service::CodeService;
+use crate::summary::TypeKind;
+
+/// Root trees shown without a class name, and descendants per tree.
+const MAX_ROOTS: usize = 30;
+const MAX_TREE_CHILDREN: usize = 5;
+const MAX_CATEGORY_CLASSES: usize = 30;
+/// Methods above this complexity are tagged in renderings.
+const COMPLEXITY_TAG: u32 = 3;
+
+fn spec(
+    name: &'static str,
+    description: &'static str,
+    parameters: Value,
+    run: super::ToolFn,
+) -> Spec {
+    Spec {
+        name,
+        description,
+        parameters,
+        module: ToolModule::AstGraph,
+        effect: EffectClass::ReadsProjectFiles,
+        run,
+    }
+}
+
+pub(super) fn specs() -> Vec<Spec> {
+    let class_name =
+        json!({"type": "string", "description": "class, struct, enum or protocol name"});
+    let mut specs = vec![
+        spec(
+            "get_project_overview",
+            "Overview of the project from its syntax trees: files, classes, protocols, extensions, methods, languages, modules with their dependency layers, and entry points.",
+            json!({"type": "object", "properties": {}}),
+            overview,
+        ),
+        spec(
+            "get_class_hierarchy",
+            "Inheritance of one class (chain to the root and direct subclasses), or without className the root classes with their subclass trees.",
+            json!({"type": "object", "properties": {"className": class_name}}),
+            hierarchy,
+        ),
+        spec(
+            "get_class_info",
+            "Everything about one class: location, inheritance chain, protocols, properties, class (+) and instance (-) methods with complexity, extensions/categories, subclasses.",
+            json!({"type": "object", "properties": {"className": class_name}, "required": ["className"]}),
+            class_info,
+        ),
+        spec(
+            "get_protocol_info",
+            "A protocol, interface or trait: location, inherited protocols, required and optional methods, and the types conforming to it.",
+            json!({"type": "object", "properties": {"protocolName": {"type": "string"}}, "required": ["protocolName"]}),
+            protocol_info,
+        ),
+        spec(
+            "get_method_overrides",
+            "Subclasses that override a method of a class (or types implementing a protocol method), with file and line.",
+            json!({"type": "object", "properties": {"className": class_name, "methodName": {"type": "string"}}, "required": ["className", "methodName"]}),
+            method_overrides,
+        ),
+        spec(
+            "get_category_map",
+            "Extensions, categories and impl blocks: of one class, or without className the classes that have them, most first.",
+            json!({"type": "object", "properties": {"className": class_name}}),
+            category_map,
+        ),
+    ];
+    specs.extend(super::graph_query::specs());
+    specs
+}
+
+pub(super) fn find_type<'g>(
+    graph: &'g ProjectGraph,
+    name: &str,
+    what: &str,
+) -> Result<&'g TypeInfo, ToolError> {
+    graph.types.get(name).ok_or_else(|| {
+        not_found(
+            what,
+            name,
+            &similar(name, graph.types.keys().map(String::as_str)),
+        )
+    })
+}
+
+fn overview(service: &CodeService, _: &Value) -> Result<ToolOutput, ToolError> {
+    let g = service.graph().map_err(index_error)?;
+    let t = &g.totals;
+    let mut text = format!(
+        "{} files: {} classes, {} structs, {} enums, {} protocols, {} extensions/categories, {} methods, {} functions; {} call edges ({} resolved)\n",
+        t.files,
+        t.classes,
+        t.structs,
+        t.enums,
+        t.protocols,
+        t.extensions,
+        t.methods,
+        t.functions,
+        t.call_edges,
+        t.resolved_call_edges
+    );
+    let langs: Vec<String> = g
+        .languages
+        .iter()
+        .map(|(l, n)| format!("{} {n}", l.name()))
+        .collect();
+    let _ = writeln!(text, "languages: {}", langs.join(", "));
+    let mut modules: Vec<_> = g.modules.modules.values().collect();
+    modules.sort_by(|a, b| b.types.cmp(&a.types).then(a.name.cmp(&b.name)));
+    let _ = writeln!(
+        text,
+        "modules ({}; layer 0 depends on nothing):",
+        modules.len()
+    );
+    for m in modules.iter().take(15) {
+        let _ = writeln!(
+            text,
+            "  {} — {} files, {} types, layer {}",
+            m.name, m.files, m.types, m.layer
+        );
+    }
+    let cycles = g.modules.cycles();
+    if !cycles.is_empty() {
+        let _ = writeln!(
+            text,
+            "dependency cycles: {}",
+            cycles
+                .iter()
+                .map(|c| c.join(" ↔ "))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    }
+    let entries: Vec<String> = g
+        .entry_points
+        .iter()
+        .map(|e| format!("{} ({})", e.file, e.symbol.as_deref().unwrap_or(e.kind)))
+        .collect();
+    let _ = write!(
+        text,
+        "entry points: {}",
+        if entries.is_empty() {
+            "none found".to_string()
+        } else {
+            entries.join(", ")
+        }
+    );
+    let modules_json: Vec<Value> = modules.iter().map(|m| json!({"name": m.name, "files": m.files, "types": m.types, "layer": m.layer, "dependencies": m.dependencies})).collect();
+    let data = json!({
+        "totals": t, "languages": g.languages, "extensions": g.extensions, "modules": modules_json,
+        "cycles": cycles, "entryPoints": g.entry_points, "buildMs": service.graph_build_ms(),
+    });
+    Ok(ToolOutput::new(data, text))
+}
+
+fn hierarchy(service: &CodeService, args: &Value) -> Result<ToolOutput, ToolError> {
+    let g = service.graph().map_err(index_error)?;
+    let Some(name) = str_arg(args, "className") else {
+        return Ok(root_trees(&g));
+    };
+    let info = find_type(&g, name, "class")?;
+    let chain = g.inheritance_chain(&info.name);
+    let subclasses = g.subclasses.get(&info.name).cloned().unwrap_or_default();
+    let mut text = format!("{}\n", chain.join(" → "));
+    if subclasses.is_empty() {
+        text.push_str("no subclasses");
+    } else {
+        let _ = write!(text, "subclasses: {}", subclasses.join(", "));
+    }
+    let descendants: Vec<Value> = g
+        .descendants(&info.name, 10)
+        .into_iter()
+        .map(|(n, d)| json!({"name": n, "depth": d}))
+        .collect();
+    Ok(ToolOutput::new(
+        json!({"className": info.name, "chain": chain, "subclasses": subclasses, "descendants": descendants}),
+        text,
+    ))
+}
+
+fn root_trees(g: &ProjectGraph) -> ToolOutput {
+    let roots: Vec<&TypeInfo> = g
+        .types
+        .values()
+        .filter(|t| t.kind == TypeKind::Class && t.declared)
+        .filter(|t| {
+            t.superclass
+                .as_ref()
+                .is_none_or(|s| !g.types.get(s).is_some_and(|p| p.declared))
+        })
+        .collect();
+    let mut text = format!("{} root classes\n", roots.len());
+    let mut trees = Vec::new();
+    for root in roots.iter().take(MAX_ROOTS) {
+        let desc = g.descendants(&root.name, usize::MAX);
+        let base = root
+            .superclass
+            .as_ref()
+            .map(|s| format!(" : {s}"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            text,
+            "{}{base}{}",
+            root.name,
+            if desc.is_empty() {
+                String::new()
+            } else {
+                format!(" ({} descendants)", desc.len())
+            }
+        );
+        for (n, d) in desc.iter().take(MAX_TREE_CHILDREN) {
+            let _ = writeln!(text, "{}└ {n}", "  ".repeat(*d));
+        }
+        trees.push(json!({"root": root.name, "superclass": root.superclass, "descendants": desc.iter().map(|(n, d)| json!({"name": n, "depth": d})).collect::<Vec<_>>()}));
+    }
+    if roots.len() > MAX_ROOTS {
+        let _ = writeln!(text, "… {} more", roots.len() - MAX_ROOTS);
+    }
+    ToolOutput::new(
+        json!({"roots": trees, "totalRoots": roots.len()}),
+        text.trim_end().to_string(),
+    )
+}
+
+fn class_info(service: &CodeService, args: &Value) -> Result<ToolOutput, ToolError> {
+    let g = service.graph().map_err(index_error)?;
+    let info = find_type(&g, required(args, "className")?, "class")?;
+    let chain = g.inheritance_chain(&info.name);
+    let subclasses = g.subclasses.get(&info.name).cloned().unwrap_or_default();
+    let mut text = format!(
+        "{} {} — {}:{}\n",
+        info.kind.name(),
+        info.name,
+        info.file,
+        info.line
+    );
+    if chain.len() > 1 {
+        let _ = writeln!(text, "inherits: {}", chain[1..].join(" → "));
+    }
+    if !info.conformances.is_empty() {
+        let _ = writeln!(text, "conforms to: {}", info.conformances.join(", "));
+    }
+    for p in &info.properties {
+        let attrs = if p.attributes.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", p.attributes.join(", "))
+        };
+        let _ = writeln!(
+            text,
+            "  {}{}: {}{attrs}",
+            if p.is_static { "static " } else { "" },
+            p.name,
+            p.type_name.as_deref().unwrap_or("?")
+        );
+    }
+    for m in &info.methods {
+        let tag = if m.complexity > COMPLEXITY_TAG {
+            format!(" [complexity {}]", m.complexity)
+        } else {
+            String::new()
+        };
+        let from = m
+            .from_extension
+            .as_ref()
+            .map(|e| format!(" ({e})"))
+            .unwrap_or_default();
+        let place = if m.file == info.file {
+            format!(":{}", m.line)
+        } else {
+            format!("{}:{}", m.file, m.line)
+        };
+        let _ = writeln!(
+            text,
+            "  {}{tag}{from}  {place}",
+            super::marked_signature(&m.signature, m.is_static)
+        );
+    }
+    if !info.extensions.is_empty() {
+        let ext: Vec<String> = info
+            .extensions
+            .iter()
+            .map(|e| {
+                format!(
+                    "{} ({})",
+                    e.category.as_deref().unwrap_or("extension"),
+                    e.file
+                )
+            })
+            .collect();
+        let _ = writeln!(text, "extensions: {}", ext.join(", "));
+    }
+    let _ = write!(
+        text,
+        "subclasses: {}",
+        if subclasses.is_empty() {
+            "none".to_string()
+        } else {
+            subclasses.join(", ")
+        }
+    );
+    let mut data = serde_json::to_value(info).unwrap_or(Value::Null);
+    if let Value::Object(map) = &mut data {
+        map.insert("chain".into(), json!(chain));
+        map.insert("subclasses".into(), json!(subclasses));
+    }
+    Ok(ToolOutput::new(super::access::camel(data), text))
+}
+
+fn protocol_info(service: &CodeService, args: &Value) -> Result<ToolOutput, ToolError> {
+    let g = service.graph().map_err(index_error)?;
+    let name = required(args, "protocolName")?;
+    let info = find_type(&g, name, "protocol")?;
+    if info.kind != TypeKind::Protocol {
+        return Err(ToolError::Invalid(format!(
+            "\"{name}\" is a {}, not a protocol/interface/trait; use get_class_info",
+            info.kind.name()
+        )));
+    }
+    let conformers = g.all_conformers(&info.name);
+    let (optional, required_methods): (Vec<_>, Vec<_>) =
+        info.methods.iter().partition(|m| m.is_optional);
+    let mut text = format!("protocol {} — {}:{}\n", info.name, info.file, info.line);
+    if !info.conformances.is_empty() {
+        let _ = writeln!(text, "inherits: {}", info.conformances.join(", "));
+    }
+    for m in &required_methods {
+        let label = if m.is_declaration {
+            "required"
+        } else {
+            "default"
+        };
+        let _ = writeln!(text, "  {label}: {}", m.signature);
+    }
+    for m in &optional {
+        let _ = writeln!(text, "  optional: {}", m.signature);
+    }
+    if conformers.is_empty() {
+        text.push_str("⚠ no type in the project conforms to it");
+    } else {
+        let _ = write!(text, "conformers: {}", conformers.join(", "));
+    }
+    let names =
+        |ms: &[&crate::graph::MethodInfo]| ms.iter().map(|m| m.name.clone()).collect::<Vec<_>>();
+    let data = json!({"protocolName": info.name, "file": info.file, "line": info.line, "inherits": info.conformances, "requiredMethods": names(&required_methods), "optionalMethods": names(&optional), "conformers": conformers});
+    Ok(ToolOutput::new(data, text))
+}
+
+fn method_overrides(service: &CodeService, args: &Value) -> Result<ToolOutput, ToolError> {
+    let g = service.graph().map_err(index_error)?;
+    let info = find_type(&g, required(args, "className")?, "class")?;
+    let method = required(args, "methodName")?;
+    let overrides = g.overrides_of(&info.name, method);
+    let mut text = match g.lookup_method(&info.name, method) {
+        Some((owner, m)) => format!("{}.{} — {}:{}\n", owner.name, m.name, m.file, m.line),
+        None => format!(
+            "{}.{} is not defined in the project (inherited from a library?)\n",
+            info.name, method
+        ),
+    };
+    if overrides.is_empty() {
+        text.push_str("no overrides");
+    }
+    for o in &overrides {
+        let tag = if o.complexity > COMPLEXITY_TAG {
+            format!(" [complexity {}]", o.complexity)
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            text,
+            "  {} ({}) — {}:{}{tag}",
+            o.class_name, o.relation, o.file, o.line
+        );
+    }
+    let data = json!({"className": info.name, "methodName": method, "overrides": overrides});
+    Ok(ToolOutput::new(
+        super::access::camel(data),
+        text.trim_end().to_string(),
+    ))
+}
+
+fn category_map(service: &CodeService, args: &Value) -> Result<ToolOutput, ToolError> {
+    let g = service.graph().map_err(index_error)?;
+    if let Some(name) = str_arg(args, "className") {
+        let info = find_type(&g, name, "class")?;
+        let mut text = format!(
+            "{} has {} extensions/categories\n",
+            info.name,
+            info.extensions.len()
+        );
+        for e in &info.extensions {
+            let redundant = e.conformances.is_empty()
+                || (e.conformances.len() == 1 && e.category.as_ref() == e.conformances.first());
+            let conf = if redundant {
+                String::new()
+            } else {
+                format!(" <{}>", e.conformances.join(", "))
+            };
+            let _ = writeln!(
+                text,
+                "  {}{conf} — {}:{}: {}",
+                e.category.as_deref().unwrap_or("extension"),
+                e.file,
+                e.line,
+                e.methods.join(", ")
+            );
+        }
+        let data = json!({"className": info.name, "extensions": info.extensions});
+        return Ok(ToolOutput::new(
+            super::access::camel(data),
+            text.trim_end().to_string(),
+        ));
+    }
+    let map = g.category_map();
+    let mut text = format!(
+        "{} types have extensions/categories/impl blocks\n",
+        map.len()
+    );
+    let mut rows = Vec::new();
+    for (t, exts) in map.iter().take(MAX_CATEGORY_CLASSES) {
+        let names: Vec<&str> = exts
+            .iter()
+            .map(|e| e.category.as_deref().unwrap_or("extension"))
+            .collect();
+        let _ = writeln!(text, "  {} ({}): {}", t.name, exts.len(), names.join(", "));
+        rows.push(json!({"className": t.name, "count": exts.len(), "extensions": names}));
+    }
+    Ok(ToolOutput::new(
+        json!({"classes": rows, "total": map.len()}),
+        text.trim_end().to_string(),
+    ))
+}
