@@ -17,7 +17,7 @@ pub enum LlmError {
         retry_after: Option<Duration>,
     },
     /// The vendor could not be reached or the connection broke.
-    #[error("could not reach {provider} at {url}: {source}")]
+    #[error("could not reach {provider} at {url}: {}", root_cause(source))]
     Network {
         provider: String,
         url: String,
@@ -85,6 +85,16 @@ impl LlmError {
             _ => None,
         }
     }
+}
+
+/// The innermost cause ("Connection refused (os error 111)"), which says more than reqwest's
+/// own "error sending request for url (…)".
+fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut current = error;
+    while let Some(next) = current.source() {
+        current = next;
+    }
+    current.to_string()
 }
 
 /// A vendor's error body reduced to its message: `{"error": {"message": …}}` (OpenAI, Anthropic,

@@ -195,3 +195,22 @@ async fn a_success_status_with_a_body_that_is_not_json_is_an_invalid_response() 
         "{error}"
     );
 }
+
+#[tokio::test]
+async fn gemini_streams_with_crlf_line_endings_are_read() {
+    let chunk = |body: Value| format!("data: {body}\r\n\r");
+    let events = vec![
+        chunk(
+            json!({ "candidates": [{ "content": { "role": "model", "parts": [{ "text": "Hello " }] } }] }),
+        ),
+        chunk(json!({
+            "candidates": [{ "content": { "role": "model", "parts": [{ "text": "world" }] }, "finishReason": "STOP" }],
+            "usageMetadata": { "promptTokenCount": 3, "candidatesTokenCount": 2 }
+        })),
+    ];
+    let response = decode(ProviderKind::Gemini, FakeReply::RawSse(events), true).await;
+    assert_eq!(
+        (response.text.as_str(), response.usage.total()),
+        ("Hello world", 5)
+    );
+}

@@ -298,3 +298,29 @@ async fn requests_beyond_max_concurrency_wait_for_a_slot() {
         "cancelled calls give their slot back"
     );
 }
+
+#[tokio::test]
+async fn an_unreachable_server_is_a_transient_network_error_naming_the_cause() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    drop(listener);
+    let base_url = format!("http://{address}/v1");
+    let mut config =
+        alembic_llm::ProviderConfig::new(ProviderKind::OpenAi, "m", base_url.clone(), None);
+    config.retry = RetryPolicy::none();
+    let provider = HttpProvider::new(config).unwrap();
+    let error = chat(&provider).await.unwrap_err();
+    assert!(matches!(error, LlmError::Network { .. }), "{error}");
+    assert!(error.is_transient());
+    let text = error.to_string();
+    assert!(
+        text.starts_with(&format!(
+            "could not reach openai at {base_url}/chat/completions: "
+        )),
+        "{text}"
+    );
+    assert!(
+        !text.contains("error sending request"),
+        "the root cause replaces reqwest's wrapper: {text}"
+    );
+}
