@@ -41,6 +41,8 @@ enum Command {
     /// Inspect and verify the audit log
     #[command(subcommand)]
     Audit(cmd::audit::AuditCommand),
+    /// Build or refresh the code index (incremental; honours .gitignore)
+    Index(cmd::index::IndexArgs),
 }
 
 fn main() {
@@ -50,6 +52,7 @@ fn main() {
         Command::Init(a) => cmd::init::run(a),
         Command::Tools(c) => cmd::tools::run(c),
         Command::Audit(c) => cmd::audit::run(c),
+        Command::Index(a) => cmd::index::run(a),
     };
     std::process::exit(exit::report(result));
 }

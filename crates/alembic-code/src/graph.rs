@@ -95,6 +95,7 @@ pub struct Override {
 
 /// Counts for the project overview.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Totals {
     pub files: usize,
     pub classes: usize,

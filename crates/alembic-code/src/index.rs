@@ -72,6 +72,7 @@ pub struct SkippedFile {
 
 /// What a refresh did.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct IndexReport {
     /// Source files in the project now.
     pub files: usize,

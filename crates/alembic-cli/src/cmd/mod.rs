@@ -1,5 +1,6 @@
 //! One module per command group.
 
 pub mod audit;
+pub mod index;
 pub mod init;
 pub mod tools;

@@ -1,4 +1,5 @@
 mod audit_cli;
+mod index_cli;
 mod tools_cli;
 
 use assert_cmd::Command;
