@@ -306,26 +306,18 @@ fn parse_entry(entry: &str) -> Result<ExtraEntry, PolicyError> {
         [] => return Err(invalid("it is empty")),
         _ => return Err(invalid("it has more than two words")),
     };
-    if program.contains('/')
-        || program
-            .chars()
-            .any(|c| !(c.is_ascii_alphanumeric() || "._+-".contains(c)))
-        || program == "."
-    {
-        let exec = EXEC_CAPABLE.iter().find(|(p, _)| *p == program);
-        return match exec {
-            Some((p, why)) => Err(exec_capable(entry, p, why)),
-            None => Err(invalid(
-                "the program must be a bare name without paths, globs or shell syntax",
-            )),
-        };
-    }
-    let base = program.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
-    if let Some((p, why)) = EXEC_CAPABLE
-        .iter()
-        .find(|(p, _)| *p == program || *p == base)
-    {
+    let name = program.rsplit('/').next().unwrap_or(program);
+    let stem = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+    if let Some((p, why)) = EXEC_CAPABLE.iter().find(|(p, _)| *p == name || *p == stem) {
         return Err(exec_capable(entry, p, why));
+    }
+    let bare = program
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "._+-".contains(c));
+    if !bare || program.contains('/') {
+        return Err(invalid(
+            "the program must be a bare name without paths, globs or shell syntax",
+        ));
     }
     if program == "git"
         && first_arg

@@ -22,6 +22,7 @@ fn swapper(
         while !stop.load(Ordering::Relaxed) {
             renameat_with(CWD, &a, CWD, &b, RenameFlags::EXCHANGE).unwrap();
             swaps += 1;
+            std::thread::yield_now();
         }
         swaps
     })
@@ -69,15 +70,21 @@ fn race_31_recursive_remove_while_a_subdirectory_becomes_a_symlink() {
     let mut removed_runs = 0;
     for _ in 0..ITERATIONS {
         let _ = std::fs::create_dir_all(fx.path("tmp/sub"));
-        let _ = std::fs::write(fx.path("tmp/sub/f"), "x");
+        // Through the guard: a plain write could itself follow the swapped-in symlink.
+        let _ = guard.write("tmp/sub/f", b"x", alembic_safety::WriteMode::Replace);
         let _ = std::os::unix::fs::symlink(&fx.outside, fx.path("spare/evil"));
         if guard.remove("tmp", true).is_ok() {
             removed_runs += 1;
         }
-        assert_eq!(fx.outside_listing(), before);
     }
+    // Deletions are permanent, so one check at the end covers every iteration.
     stop.store(true, Ordering::Relaxed);
     let swaps = handle.join().unwrap();
+    assert_eq!(
+        fx.outside_listing(),
+        before,
+        "something outside the root was deleted"
+    );
     assert!(
         removed_runs > 0 && swaps > 0,
         "{removed_runs} removals, {swaps} swaps"
@@ -96,6 +103,9 @@ fn swapper_ignoring_errors(
             if renameat_with(CWD, &a, CWD, &b, RenameFlags::EXCHANGE).is_ok() {
                 swaps += 1;
             }
+            // Give the CPU back between swaps: on a loaded machine a spinning
+            // swapper starves the thread under test without adding races.
+            std::thread::yield_now();
         }
         swaps
     })
