@@ -61,6 +61,7 @@ impl std::fmt::Debug for ProjectRuntime {
 /// Registers every built-in tool. Each domain crate owns its tools; this is the one list.
 pub fn register_builtin_tools(registry: &ToolRegistry) -> Result<(), RegistryError> {
     alembic_tools::meta::register_tools(registry)?;
+    alembic_code::register_tools(registry)?;
     Ok(())
 }
 
