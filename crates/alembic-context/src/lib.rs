@@ -16,9 +16,11 @@ pub mod active;
 pub mod coordinator;
 pub mod exploration;
 pub mod message;
+pub mod middleware;
 pub mod observation;
 pub mod session;
 mod text;
+pub mod tools;
 pub mod window;
 
 pub use active::{
@@ -34,6 +36,7 @@ pub use exploration::{
     Phase, PlanTracker, SignalDetector, Strategy, TextVerdict, ToolChoice,
 };
 pub use message::{Message, Role, ToolCallRequest};
+pub use middleware::{LoopDirectory, LoopMemory, MillisClock, memory_middlewares};
 pub use observation::{ToolObservation, is_submit_tool};
 pub use session::{
     CandidateSummary, CrossReference, DimensionDigest, DimensionReport, ProducerContext,

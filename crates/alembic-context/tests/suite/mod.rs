@@ -1,2 +1,3 @@
 mod exploration;
+mod pipeline;
 mod scenario3;
