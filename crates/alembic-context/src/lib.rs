@@ -1,15 +1,46 @@
 //! Working memory, session memory, memory coordination, the context window and exploration
 //! control for Alembic agents.
 //!
-//! - [`ActiveContext`]: working memory of one scope (scratchpad, observation log, plan).
-//! - [`ContextWindow`]: the message history of a run with three compaction levels.
+//! Main types:
+//! - [`ActiveContext`]: working memory of one scope (scratchpad, observation log counted in
+//!   rounds, plan, reasoning trace); `build_context(budget)` and `distill()`.
+//! - [`SessionStore`]: memory of one bootstrap session (reports, evidence, cross-references,
+//!   tier reflections, the read-only tool-result cache, SQLite checkpoints).
+//! - [`MemoryCoordinator`]: budgets (`user`/`analyst`/`producer` profiles), the static and
+//!   dynamic memory prompts, explicit scopes.
+//! - [`ContextWindow`]: the message history of a run, compacted at three levels.
+//! - [`ExplorationTracker`]: phases, transitions, `tool_choice`, nudges (with
+//!   [`SignalDetector`] and [`PlanTracker`]).
+//! - [`memory_middlewares`] and [`LoopMemory`]: the pipeline middlewares (CacheCheck,
+//!   SubmitDedup, ObservationRecord, TrackerSignal, TraceRecord); [`tools::register_tools`]
+//!   adds `note_finding`, `get_previous_analysis` and `get_previous_evidence`.
+//!
+//! One iteration of an agent loop, as the runtime drives it:
 //!
 //! ```
-//! use alembic_context::{ActiveContext, ActiveContextOptions, ScopeId, TokenMeter};
-//! let mut ac = ActiveContext::new(ScopeId::new("networking:analyst"), ActiveContextOptions::default());
-//! ac.start_round(1);
-//! ac.note_finding("requests go through APIClient", "Net/APIClient.swift:40", 8.0);
-//! assert!(ac.build_context(&TokenMeter::default(), 500).contains("APIClient"));
+//! use alembic_context::*;
+//! let coordinator = MemoryCoordinator::for_model("gpt-4o");
+//! let scope = ScopeId::new("networking:analyst");
+//! coordinator.open_scope(scope.clone(), BudgetProfile::Analyst, ActiveContextOptions::default());
+//! let static_text = coordinator.static_prompt(&scope, &StaticPromptRequest::default()).unwrap();
+//! let mut tracker = ExplorationTracker::new(Strategy::Analyst, ExplorationBudget::default());
+//! let mut window = ContextWindow::for_model("Analyse networking.", "gpt-4o", RunKind::System);
+//!
+//! tracker.tick();
+//! assert_eq!(tracker.should_exit(), ExitDecision::Continue);
+//! coordinator.with_active(&scope, |ac| {
+//!     ac.start_round(1);
+//!     if let Some(nudge) = tracker.next_nudge(ac) {
+//!         window.push_user(nudge.text);
+//!     }
+//! }).unwrap();
+//! let dynamic = coordinator.dynamic_prompt(&scope).unwrap();
+//! window.set_system_prompt(format!("{static_text}\n{dynamic}{}", tracker.phase_context()));
+//! window.compact();
+//! let (_messages, _choice) = (window.render(), tracker.tool_choice());
+//! // ... call the model; run tool calls through the pipeline (the middlewares record them);
+//! // then `tracker.end_round(ac)` after a tool round or `tracker.on_text_response(ac)`.
+//! assert_eq!(tracker.phase(), Phase::Scan);
 //! ```
 
 pub mod active;
