@@ -63,3 +63,25 @@ pub(crate) fn array_field<'a>(value: &'a Value, keys: &[&str]) -> Option<&'a Vec
 pub fn is_submit_tool(tool: &str) -> bool {
     tool.starts_with("submit_") || tool == "collect_scan_recipe"
 }
+
+/// Entries of a batch result: `batchResults` as an array of objects (keyed by their
+/// `pattern`/`path` field) or as an object keyed by pattern or path (the alembic-code tools).
+pub(crate) fn batch_entries(data: &Value) -> Option<Vec<(String, &Value)>> {
+    match data
+        .get("batchResults")
+        .or_else(|| data.get("files").filter(|f| f.is_object()))?
+    {
+        Value::Object(map) => Some(map.iter().map(|(k, v)| (k.clone(), v)).collect()),
+        Value::Array(items) => Some(
+            items
+                .iter()
+                .map(|v| {
+                    let key = str_field(v, &["pattern", "query", "path", "filePath", "file"])
+                        .unwrap_or("?");
+                    (key.to_string(), v)
+                })
+                .collect(),
+        ),
+        _ => None,
+    }
+}

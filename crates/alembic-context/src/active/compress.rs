@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 
-use crate::observation::{ToolObservation, array_field, is_submit_tool, str_field};
+use crate::observation::{ToolObservation, array_field, batch_entries, is_submit_tool, str_field};
 use crate::text::{cut_with_marker, first_line};
 
 /// Length of the generic fallback summary, in characters.
@@ -30,7 +30,11 @@ pub fn compress(obs: &ToolObservation) -> String {
         "search_project_code" | "semantic_search_code" => compress_search(obs),
         "read_project_file" => compress_read(obs),
         "get_class_info" => compress_class_info(obs),
-        "get_class_hierarchy" => compress_count(obs, &["classes", "hierarchy"], "class hierarchy"),
+        "get_class_hierarchy" => compress_count(
+            obs,
+            &["classes", "hierarchy", "descendants", "roots"],
+            "class hierarchy",
+        ),
         "list_project_structure" => compress_count(obs, &["entries", "children"], "structure"),
         "note_finding" => obs
             .arg_str(&["finding"])
@@ -111,32 +115,64 @@ fn render_file_groups(groups: &[(String, Vec<u64>, usize)], out: &mut Vec<String
     }
 }
 
-fn compress_search(obs: &ToolObservation) -> Option<String> {
-    if let Some(batch) = array_field(&obs.data, &["batchResults", "results"]) {
-        return Some(compress_batch_search(batch));
+/// (file, line numbers, match count) per file: from the `files` list with counts when the
+/// tool gives one (alembic-code does; its `matches` are cut to `maxResults`), else from the
+/// matches themselves.
+fn file_groups(result: &Value) -> Vec<(String, Vec<u64>, usize)> {
+    let matches = array_field(result, &["matches", "hits"]).map_or(&[][..], Vec::as_slice);
+    let mut groups = group_by_file(matches);
+    if let Some(files) = array_field(result, &["files"]) {
+        let counted: Vec<(String, Vec<u64>, usize)> = files
+            .iter()
+            .filter_map(|f| {
+                let file = str_field(f, &["file", "path"])?;
+                let count = f.get("matches").and_then(Value::as_u64).unwrap_or(1) as usize;
+                let lines = groups
+                    .iter()
+                    .find(|g| g.0 == file)
+                    .map(|g| g.1.clone())
+                    .unwrap_or_default();
+                Some((file.to_string(), lines, count))
+            })
+            .collect();
+        if !counted.is_empty() {
+            groups = counted;
+        }
     }
-    let matches = array_field(&obs.data, &["matches", "hits"])?;
+    groups
+}
+
+fn total_matches(result: &Value, groups: &[(String, Vec<u64>, usize)]) -> usize {
+    result
+        .get("total")
+        .and_then(Value::as_u64)
+        .map_or_else(|| groups.iter().map(|g| g.2).sum(), |t| t as usize)
+}
+
+fn compress_search(obs: &ToolObservation) -> Option<String> {
+    if let Some(batch) = batch_entries(&obs.data) {
+        return Some(compress_batch_search(&batch));
+    }
+    array_field(&obs.data, &["matches", "hits"])?;
     let pattern = obs.arg_str(&["pattern", "query"]).unwrap_or("?");
-    let groups = group_by_file(matches);
+    let groups = file_groups(&obs.data);
     let mut out = vec![format!(
         "search \"{pattern}\": {} in {}",
-        plural(matches.len(), "match", "matches"),
+        plural(total_matches(&obs.data, &groups), "match", "matches"),
         plural(groups.len(), "file", "files")
     )];
     render_file_groups(&groups, &mut out);
     Some(out.join("\n"))
 }
 
-fn compress_batch_search(batch: &[Value]) -> String {
+fn compress_batch_search(batch: &[(String, &Value)]) -> String {
     let mut out = vec![format!("batch search of {} patterns", batch.len())];
-    for entry in batch.iter().take(BATCH_MAX_PATTERNS) {
-        let pattern = str_field(entry, &["pattern", "query"]).unwrap_or("?");
-        let matches = array_field(entry, &["matches", "hits"]).map_or(&[][..], Vec::as_slice);
-        let groups = group_by_file(matches);
+    for (pattern, entry) in batch.iter().take(BATCH_MAX_PATTERNS) {
+        let groups = file_groups(entry);
         let files: Vec<&str> = groups.iter().take(3).map(|g| g.0.as_str()).collect();
         out.push(format!(
             "  [{pattern}] {}: {}",
-            plural(matches.len(), "match", "matches"),
+            plural(total_matches(entry, &groups), "match", "matches"),
             files.join(", ")
         ));
     }
@@ -162,15 +198,26 @@ fn line_count(entry: &Value) -> Option<usize> {
         .map(|c| c.lines().count())
 }
 
+/// `path (N lines)`, or `path (lines a-b of N)` for a window of a longer file.
+fn read_label(path: &str, entry: &Value) -> String {
+    let num = |k: &str| entry.get(k).and_then(Value::as_u64);
+    match (num("startLine"), num("endLine"), num("totalLines")) {
+        (Some(a), Some(b), Some(n)) if a > 1 || b < n => format!("{path} (lines {a}-{b} of {n})"),
+        _ => match line_count(entry) {
+            Some(n) => format!("{path} ({} lines)", n),
+            None if entry.get("error").is_some() => format!("{path} (error)"),
+            None => format!("{path} (? lines)"),
+        },
+    }
+}
+
 fn compress_read(obs: &ToolObservation) -> Option<String> {
     // The reference compressor looked for `files` while the tool returned `batchResults`;
-    // accept both so batch reads do not collapse to "file ? (1 line)".
-    if let Some(files) = array_field(&obs.data, &["files", "batchResults"]) {
-        let mut out = vec![format!("read {} files", files.len())];
-        for f in files.iter().take(READ_MAX_FILES) {
-            let path = str_field(f, &["path", "filePath", "file"]).unwrap_or("?");
-            let lines = line_count(f).map_or("? lines".to_string(), |n| format!("{n} lines"));
-            out.push(format!("  {path} ({lines})"));
+    // accept both (as an array or as a map keyed by path).
+    if let Some(files) = batch_entries(&obs.data) {
+        let mut out = vec![format!("read {}", plural(files.len(), "file", "files"))];
+        for (path, f) in files.iter().take(READ_MAX_FILES) {
+            out.push(format!("  {}", read_label(path, f)));
         }
         if files.len() > READ_MAX_FILES {
             out.push(format!(
@@ -182,8 +229,10 @@ fn compress_read(obs: &ToolObservation) -> Option<String> {
     }
     let path = str_field(&obs.data, &["path", "filePath", "file"])
         .or_else(|| obs.arg_str(&["filePath", "path", "file_path"]))?;
-    let lines = line_count(&obs.data).unwrap_or_else(|| obs.text.lines().count());
-    Some(format!("read {path} ({lines} lines)"))
+    if obs.data.is_object() {
+        return Some(format!("read {}", read_label(path, &obs.data)));
+    }
+    Some(format!("read {path} ({} lines)", obs.text.lines().count()))
 }
 
 fn string_list(value: &Value, keys: &[&str]) -> Vec<String> {
@@ -218,7 +267,10 @@ fn compress_class_info(obs: &ToolObservation) -> Option<String> {
     if !parents.is_empty() {
         out.push(format!("  inherits: {}", parents.join(" -> ")));
     }
-    let protocols = string_list(&obs.data, &["protocols", "interfaces", "conforms"]);
+    let protocols = string_list(
+        &obs.data,
+        &["protocols", "conformances", "interfaces", "conforms"],
+    );
     if !protocols.is_empty() {
         out.push(format!("  protocols: {}", protocols.join(", ")));
     }
@@ -303,6 +355,32 @@ mod tests {
             "a\nb\nc",
         );
         assert_eq!(compress(&obs), "read src/lib.rs (3 lines)");
+    }
+
+    #[test]
+    fn search_uses_the_file_counts_and_total_when_given() {
+        let obs = ToolObservation::ok(
+            "search_project_code",
+            json!({"pattern": "fetch"}),
+            json!({"pattern": "fetch", "total": 42,
+                   "matches": [{"file": "a.swift", "line": 3}],
+                   "files": [{"file": "a.swift", "matches": 40}, {"file": "b.swift", "matches": 2}]}),
+            "",
+        );
+        assert_eq!(
+            compress(&obs),
+            "search \"fetch\": 42 matches in 2 files\n  a.swift: 40 matches (L3)\n  b.swift: 2 matches"
+        );
+        let batch = ToolObservation::ok(
+            "search_project_code",
+            json!({"patterns": ["a", "b"]}),
+            json!({"batchResults": {"a": {"total": 1, "files": [{"file": "x.rs", "matches": 1}]}, "b": {"total": 0, "files": []}}}),
+            "",
+        );
+        assert_eq!(
+            compress(&batch),
+            "batch search of 2 patterns\n  [a] 1 match: x.rs\n  [b] 0 matches: "
+        );
     }
 
     #[test]

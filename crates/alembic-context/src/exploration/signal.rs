@@ -16,7 +16,7 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use crate::observation::{ToolObservation, array_field, is_submit_tool, str_field};
+use crate::observation::{ToolObservation, array_field, batch_entries, is_submit_tool, str_field};
 
 /// Tools whose rounds count as search rounds.
 pub const SEARCH_TOOLS: &[&str] = &[
@@ -99,10 +99,8 @@ impl SignalDetector {
         }
         let mut files = Vec::new();
         collect_match_files(&obs.data, &mut files);
-        if let Some(batch) = array_field(&obs.data, &["batchResults", "results"]) {
-            for entry in batch {
-                collect_match_files(entry, &mut files);
-            }
+        for (_, entry) in batch_entries(&obs.data).unwrap_or_default() {
+            collect_match_files(entry, &mut files);
         }
         let mut new = false;
         for f in files {
@@ -125,8 +123,18 @@ impl SignalDetector {
     }
 }
 
+/// Files of a search result: every match and, when given, the per-file counts (which list
+/// files whose matches were cut by `maxResults`).
 fn collect_match_files(value: &Value, out: &mut Vec<String>) {
-    if let Some(matches) = array_field(value, &["matches", "hits"]) {
+    if let Some(files) = array_field(value, &["files"]) {
+        out.extend(
+            files
+                .iter()
+                .filter_map(|f| str_field(f, &["file", "path"]))
+                .map(str::to_string),
+        );
+    }
+    if let Some(matches) = array_field(value, &["matches", "hits", "results"]) {
         out.extend(
             matches
                 .iter()
@@ -195,6 +203,28 @@ mod tests {
         assert!(!d.observe(&search("request", &["a.swift"])));
         assert!(!d.observe(&search("URLSession", &["a.swift", "b.swift"])));
         assert!(d.observe(&search("response", &["a.swift", "c.swift"])));
+        assert_eq!((d.unique_files(), d.unique_patterns()), (3, 3));
+    }
+
+    #[test]
+    fn files_cut_from_the_matches_still_count_as_seen() {
+        // alembic-code cuts `matches` to maxResults but lists every file with its count.
+        let mut d = SignalDetector::default();
+        let single = ToolObservation::ok(
+            "search_project_code",
+            json!({"pattern": "fetch"}),
+            json!({"matches": [{"file": "a.swift", "line": 1}], "files": [{"file": "a.swift", "matches": 3}, {"file": "b.swift", "matches": 1}]}),
+            "",
+        );
+        assert!(d.observe(&single));
+        assert_eq!(d.unique_files(), 2);
+        let batch = ToolObservation::ok(
+            "search_project_code",
+            json!({"patterns": ["x", "y"]}),
+            json!({"batchResults": {"x": {"files": [{"file": "b.swift", "matches": 1}]}, "y": {"files": [{"file": "c.swift", "matches": 2}]}}}),
+            "",
+        );
+        assert!(d.observe(&batch));
         assert_eq!((d.unique_files(), d.unique_patterns()), (3, 3));
     }
 
