@@ -95,6 +95,18 @@ pub trait PersistentRecall: Send + Sync {
     fn recall(&self, query: Option<&str>, limit: usize) -> Vec<RecalledMemory>;
 }
 
+/// Any `Fn(query, limit)` is a recall source, so the agent can adapt alembic-memory's
+/// `PersistentMemory::retrieve` (which needs `&mut`) behind its own lock without this crate
+/// depending on the store.
+impl<F> PersistentRecall for F
+where
+    F: Fn(Option<&str>, usize) -> Vec<RecalledMemory> + Send + Sync,
+{
+    fn recall(&self, query: Option<&str>, limit: usize) -> Vec<RecalledMemory> {
+        self(query, limit)
+    }
+}
+
 /// Inputs of the static prompt.
 #[derive(Debug, Clone, Default)]
 pub struct StaticPromptRequest<'a> {

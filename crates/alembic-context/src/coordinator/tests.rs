@@ -104,6 +104,30 @@ fn static_prompt_orders_tiers_and_passes_surplus_to_the_dynamic_prompt() {
 }
 
 #[test]
+fn a_closure_is_a_recall_source() {
+    let recall = |query: Option<&str>, limit: usize| -> Vec<RecalledMemory> {
+        (0..limit.min(2))
+            .map(|i| memory(&format!("{} {i}", query.unwrap_or("any"))))
+            .collect()
+    };
+    let c = MemoryCoordinator::default().with_persistent(Arc::new(recall));
+    let s = scope("chat");
+    c.open_scope(
+        s.clone(),
+        BudgetProfile::User,
+        ActiveContextOptions::default(),
+    );
+    let request = StaticPromptRequest {
+        query: Some("payments"),
+        ..StaticPromptRequest::default()
+    };
+    assert_eq!(
+        c.static_prompt(&s, &request).unwrap(),
+        "## Long-term memory\n- [fact] payments 0\n- [fact] payments 1"
+    );
+}
+
+#[test]
 fn static_sections_are_cut_to_their_share() {
     let many: Vec<RecalledMemory> = (0..15)
         .map(|i| memory(&format!("memory {i} {}", "x".repeat(400))))
