@@ -313,3 +313,46 @@ fn phase_context_texts() {
     }
     insta::assert_snapshot!("phase_context", out.join("\n----"));
 }
+
+/// Every nudge text a short analyst run and a short bootstrap run produce, for review.
+#[test]
+fn nudge_texts_of_short_runs() {
+    let mut out = Vec::new();
+    for strategy in [Strategy::Analyst, Strategy::Bootstrap, Strategy::Producer] {
+        let budget = ExplorationBudget {
+            max_iterations: 6,
+            ..ExplorationBudget::default()
+        };
+        let mut t = ExplorationTracker::new(strategy, budget);
+        let mut ac = active();
+        for i in 0..8u32 {
+            t.tick();
+            if let ExitDecision::Exit(_) = t.should_exit() {
+                break;
+            }
+            ac.start_round(t.metrics().iteration);
+            if let Some(n) = t.next_nudge(&mut ac) {
+                out.push(format!(
+                    "=== {strategy:?} iteration {}: {:?} ===\n{}",
+                    i + 1,
+                    n.kind,
+                    n.text
+                ));
+            }
+            if strategy == Strategy::Producer && i < 2 {
+                t.on_text_response(&ac);
+                continue;
+            }
+            let q = ToolObservation::ok(
+                "get_class_info",
+                json!({"className": format!("C{}", i % 2)}),
+                Value::Null,
+                "",
+            );
+            let new = t.record_tool_call(&q);
+            ac.record_action(&q, new);
+            t.end_round(&mut ac);
+        }
+    }
+    insta::assert_snapshot!("nudge_texts", out.join("\n\n"));
+}
