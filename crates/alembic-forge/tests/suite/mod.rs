@@ -1,1 +1,5 @@
+mod compose;
+mod reuse;
 mod sandbox;
+mod support;
+mod temporary;
