@@ -13,6 +13,9 @@
 //! - [`spawn::run`] is the one function that starts processes: confined
 //!   working directory, environment allow-list, no stdin, process group killed
 //!   on timeout (clamped to 120 s), head+tail output truncation.
+//! - [`tools`] registers `run_safe_command`, `write_project_file` and
+//!   `get_environment_info` (module system-interaction), and
+//!   [`PolicySafetyCheck`] plugs the policy into the pipeline's SafetyGate.
 //!
 //! ```
 //! use alembic_safety::{Access, PathGuard, WriteMode};
@@ -28,9 +31,11 @@
 pub mod command;
 pub mod path;
 pub mod spawn;
+pub mod tools;
 
 pub use command::{CommandPolicy, CommandVerdict, PolicyConfig, PolicyError};
 pub use path::{
     Access, DirEntryInfo, EntryKind, FileInfo, PathError, PathGuard, PathLimits, RemoveReport,
     Strategy, WriteMode, WriteReport,
 };
+pub use tools::{PolicySafetyCheck, SafetyServices, register_tools};

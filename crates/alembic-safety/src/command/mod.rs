@@ -79,9 +79,11 @@ impl CommandVerdict {
 #[serde(default, deny_unknown_fields)]
 pub struct PolicyConfig {
     /// Extra safe commands: `"program"` or `"program subcommand"`.
-    pub safe_commands: Vec<String>,
+    #[serde(alias = "safe_commands")]
+    pub extra_safe_commands: Vec<String>,
     /// Extra write-protected paths for [`PathGuard`] (see [`crate::PathLimits::extra_protected`]).
-    pub protected_paths: Vec<String>,
+    #[serde(alias = "protected_paths")]
+    pub extra_protected_paths: Vec<String>,
 }
 
 /// Why a policy configuration was rejected.
@@ -90,7 +92,7 @@ pub struct PolicyConfig {
 pub enum PolicyError {
     /// The entry names a program that can run arbitrary code.
     #[error(
-        "safe_commands entry {entry:?} is rejected: {program} can run arbitrary code ({why}), so allowing it would allow everything"
+        "extra_safe_commands entry {entry:?} is rejected: {program} can run arbitrary code ({why}), so allowing it would allow everything"
     )]
     ExecCapable {
         /// Entry as written.
@@ -102,7 +104,7 @@ pub enum PolicyError {
     },
     /// The entry is not a program name or program plus one word.
     #[error(
-        "safe_commands entry {entry:?} is invalid: {why}; expected \"program\" or \"program subcommand\""
+        "extra_safe_commands entry {entry:?} is invalid: {why}; expected \"program\" or \"program subcommand\""
     )]
     InvalidEntry {
         /// Entry as written.
@@ -190,7 +192,7 @@ impl CommandPolicy {
     /// The default list plus configured entries; exec-capable entries are refused.
     pub fn from_config(config: &PolicyConfig) -> Result<Self, PolicyError> {
         let extra = config
-            .safe_commands
+            .extra_safe_commands
             .iter()
             .map(|e| parse_entry(e))
             .collect::<Result<_, _>>()?;
@@ -367,7 +369,7 @@ mod tests {
             "git",
         ] {
             let config = PolicyConfig {
-                safe_commands: vec![entry.to_owned()],
+                extra_safe_commands: vec![entry.to_owned()],
                 ..PolicyConfig::default()
             };
             let err = CommandPolicy::from_config(&config).unwrap_err();
@@ -381,13 +383,13 @@ mod tests {
     #[test]
     fn plain_entries_load() {
         let config = PolicyConfig {
-            safe_commands: vec!["cargo check".into(), "jq".into()],
+            extra_safe_commands: vec!["cargo check".into(), "jq".into()],
             ..PolicyConfig::default()
         };
         let policy = CommandPolicy::from_config(&config).unwrap();
         assert_eq!(policy.extra.len(), 2);
         let err = CommandPolicy::from_config(&PolicyConfig {
-            safe_commands: vec!["a b c".into()],
+            extra_safe_commands: vec!["a b c".into()],
             ..PolicyConfig::default()
         })
         .unwrap_err();

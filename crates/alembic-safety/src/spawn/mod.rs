@@ -45,7 +45,21 @@ pub const DEFAULT_OUTPUT_LIMIT: usize = 16 * 1024;
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
 
 /// Variables copied from the parent environment when set. Nothing else is inherited.
-pub const INHERITED_ENV: &[&str] = &["PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ"];
+/// Toolchain locations are inherited too (they hold no secrets), because
+/// `HOME` is the project root and rustup/cargo proxies would not find them otherwise.
+pub const INHERITED_ENV: &[&str] = &[
+    "PATH",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "RUSTUP_HOME",
+    "CARGO_HOME",
+    "RUSTUP_TOOLCHAIN",
+    "GOROOT",
+    "GOPATH",
+    "JAVA_HOME",
+];
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -220,6 +234,15 @@ pub fn allowed_env(root: &std::path::Path) -> Vec<(String, String)> {
     if !env.iter().any(|(k, _)| k == "PATH") {
         env.push(("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()));
     }
+    // Default rustup/cargo homes live under the real HOME, which children do not see.
+    if let Some(home) = std::env::var_os("HOME").map(std::path::PathBuf::from) {
+        for (key, dir) in [("RUSTUP_HOME", ".rustup"), ("CARGO_HOME", ".cargo")] {
+            let path = home.join(dir);
+            if !env.iter().any(|(k, _)| k == key) && path.is_dir() {
+                env.push((key.to_owned(), path.to_string_lossy().into_owned()));
+            }
+        }
+    }
     let fixed = [
         ("HOME", root.to_string_lossy().into_owned()),
         ("TERM", "dumb".to_owned()),
@@ -230,6 +253,8 @@ pub fn allowed_env(root: &std::path::Path) -> Vec<(String, String)> {
         ("GIT_TERMINAL_PROMPT", "0".to_owned()),
         ("GIT_CONFIG_NOSYSTEM", "1".to_owned()),
         ("GIT_CONFIG_GLOBAL", "/dev/null".to_owned()),
+        // Never let a rust-toolchain.toml in the project download a toolchain.
+        ("RUSTUP_AUTO_INSTALL", "0".to_owned()),
     ];
     env.extend(fixed.into_iter().map(|(k, v)| (k.to_owned(), v)));
     env

@@ -4,3 +4,4 @@ mod path_races;
 mod paths;
 mod policy;
 mod spawn;
+mod tools;

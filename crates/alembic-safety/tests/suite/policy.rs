@@ -151,8 +151,8 @@ fn deny_rules_apply_even_when_nested() {
 fn config_extends_the_safe_list_without_exec_capable_programs() {
     let case = Case::new();
     let config = PolicyConfig {
-        safe_commands: vec!["cargo check".into(), "jq".into()],
-        protected_paths: vec![],
+        extra_safe_commands: vec!["cargo check".into(), "jq".into()],
+        extra_protected_paths: vec![],
     };
     let policy = CommandPolicy::from_config(&config).unwrap();
     assert_eq!(case.kind(&policy, "cargo check --workspace"), "allow");
@@ -164,13 +164,13 @@ fn config_extends_the_safe_list_without_exec_capable_programs() {
         "needs_approval"
     );
     let err = CommandPolicy::from_config(&PolicyConfig {
-        safe_commands: vec!["python3".into()],
-        protected_paths: vec![],
+        extra_safe_commands: vec!["python3".into()],
+        extra_protected_paths: vec![],
     })
     .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "safe_commands entry \"python3\" is rejected: python can run arbitrary code (it is an interpreter), so allowing it would allow everything"
+        "extra_safe_commands entry \"python3\" is rejected: python can run arbitrary code (it is an interpreter), so allowing it would allow everything"
     );
 }
 
@@ -180,12 +180,12 @@ fn config_file_is_read_from_the_project() {
     std::fs::create_dir(case.fx.path(".alembic")).unwrap();
     std::fs::write(
         case.fx.path(".alembic/config.toml"),
-        "[other]\nx = 1\n[safety]\nsafe_commands = [\"jq\"]\nprotected_paths = [\"Makefile\"]\n",
+        "[other]\nx = 1\n[safety]\nextra_safe_commands = [\"jq\"]\nextra_protected_paths = [\"Makefile\"]\n",
     )
     .unwrap();
     let config = CommandPolicy::load_config(&case.fx.root).unwrap();
-    assert_eq!(config.safe_commands, vec!["jq".to_owned()]);
-    assert_eq!(config.protected_paths, vec!["Makefile".to_owned()]);
+    assert_eq!(config.extra_safe_commands, vec!["jq".to_owned()]);
+    assert_eq!(config.extra_protected_paths, vec!["Makefile".to_owned()]);
     std::fs::write(
         case.fx.path(".alembic/config.toml"),
         "[safety]\nsafe_commands = [\"bash\"]\n",
