@@ -36,6 +36,7 @@
 pub mod clock;
 pub mod compose;
 pub mod error;
+pub mod generate;
 pub mod nested;
 pub mod reuse;
 pub mod sandbox;
@@ -44,6 +45,9 @@ pub mod temporary;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use compose::{CompositionSpec, CompositionStep, MergeStrategy, composed_tool};
 pub use error::ForgeError;
+pub use generate::{
+    CodeGenerator, GeneratedTool, LlmCodeGenerator, SandboxTestCase, generate_enabled,
+};
 pub use reuse::{
     AliasSpec, ForgeRequest, REUSE_THRESHOLD, ReuseMatch, alias_name, alias_tool, find_reuse,
 };

@@ -1,4 +1,5 @@
 mod compose;
+mod generate;
 mod reuse;
 mod sandbox;
 mod support;
