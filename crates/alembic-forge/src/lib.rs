@@ -40,6 +40,8 @@ pub mod generate;
 pub mod nested;
 pub mod reuse;
 pub mod sandbox;
+pub mod skill;
+pub mod store;
 pub mod temporary;
 
 pub use clock::{Clock, ManualClock, SystemClock};

@@ -2,5 +2,6 @@ mod compose;
 mod generate;
 mod reuse;
 mod sandbox;
+mod store;
 mod support;
 mod temporary;

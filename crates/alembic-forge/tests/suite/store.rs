@@ -1,0 +1,195 @@
+//! Saving, loading at start (dependency order, TTL, errors) and promotion to skills.
+
+use std::sync::Arc;
+
+use alembic_forge::skill::{built_in_examples, skill_markdown, write_skill};
+use alembic_forge::store::{Lifetime, SavedTool, ToolStore, load_into};
+use alembic_forge::{AliasSpec, CompositionSpec, ManualClock, TemporaryToolRegistry};
+use alembic_tools::ToolRegistry;
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use super::support::test_tools;
+
+const NETWORKKIT: &str = r#"{
+  "name": "analyze_networkkit",
+  "description": "Analyse the NetworkKit module: classes, call graph and design patterns in one call.",
+  "steps": [
+    {"tool": "get_class_hierarchy", "args": {"module": "NetworkKit"}, "extract_key": "classes"},
+    {"tool": "query_call_graph", "args": {"classes": "${steps.0.classes}"}, "extract_key": "callGraph"},
+    {"tool": "detect_patterns", "args": {"classes": "${steps.0.classes}"}, "extract_key": "patterns"}
+  ],
+  "examples": [{}]
+}"#;
+
+fn registry() -> Arc<ToolRegistry> {
+    let r = Arc::new(ToolRegistry::new());
+    r.register_all(test_tools()).unwrap();
+    r
+}
+
+#[test]
+fn saved_tools_load_in_dependency_order_and_broken_ones_are_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = ToolStore::new(dir.path());
+    let spec = CompositionSpec::from_json(NETWORKKIT).unwrap();
+    store.save(&SavedTool::Composed(spec)).unwrap();
+    // a hand-written TOML composition over the saved one (sorted before it by name)
+    std::fs::write(
+        store.dir().join("a_wrapper.toml"),
+        r#"
+name = "a_wrapper"
+description = "Wraps analyze_networkkit."
+[[steps]]
+tool = "analyze_networkkit"
+"#,
+    )
+    .unwrap();
+    std::fs::write(store.dir().join("broken.json"), "{ not json").unwrap();
+    std::fs::write(store.dir().join("shadow.json"), r#"{"name": "detect_patterns", "description": "d", "steps": [{"tool": "get_class_hierarchy", "args": {"module": "x"}}]}"#).unwrap();
+    store
+        .save(&SavedTool::Alias(AliasSpec {
+            name: "search_network".into(),
+            tool: "search_recipes".into(),
+            preset_args: json!({"category": "Network"}).as_object().unwrap().clone(),
+            description: None,
+        }))
+        .unwrap();
+
+    let registry = registry();
+    let temporary = TemporaryToolRegistry::new(registry.clone());
+    let report = load_into(&registry, &temporary, dir.path(), false);
+    assert_eq!(
+        report.saved,
+        vec!["analyze_networkkit", "search_network", "a_wrapper"]
+    );
+    assert_eq!(report.errors.len(), 2, "{:?}", report.errors);
+    assert!(
+        report.errors[0].contains("broken.json")
+            && report.errors[0].contains("key must be a string"),
+        "{:?}",
+        report.errors
+    );
+    assert!(report.errors[1].ends_with("tool name \"detect_patterns\" is taken by a built-in or saved tool; a forged tool never replaces one, pick another name"), "{:?}", report.errors);
+    assert_eq!(
+        registry
+            .get("detect_patterns")
+            .unwrap()
+            .definition
+            .description,
+        "Detect design patterns used by classes."
+    );
+}
+
+#[test]
+fn temporary_tools_survive_restarts_until_they_expire() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = ToolStore::new(dir.path());
+    let spec = CompositionSpec::from_json(NETWORKKIT).unwrap();
+    store
+        .save_temporary(&SavedTool::Composed(spec.clone()), Some(10_000))
+        .unwrap();
+
+    let clock = Arc::new(ManualClock::new(5_000));
+    let registry = registry();
+    let temporary = TemporaryToolRegistry::with_clock(registry.clone(), clock.clone());
+    let report = load_into(&registry, &temporary, dir.path(), false);
+    assert_eq!(report.temporary, vec!["analyze_networkkit"]);
+    assert_eq!(
+        temporary.get("analyze_networkkit").unwrap().expires_at_ms,
+        Some(10_000)
+    );
+    assert_eq!(
+        store.find("analyze_networkkit", 5_000).map(|f| f.0),
+        Some(Lifetime::Temporary)
+    );
+
+    // after expiry a new process neither loads nor keeps the file
+    let registry = self::registry();
+    let temporary =
+        TemporaryToolRegistry::with_clock(registry.clone(), Arc::new(ManualClock::new(10_000)));
+    assert!(
+        load_into(&registry, &temporary, dir.path(), false)
+            .temporary
+            .is_empty()
+    );
+    assert!(
+        !store
+            .temporary_dir()
+            .join("analyze_networkkit.json")
+            .exists()
+    );
+
+    // saving makes it permanent and removes the temporary file
+    store
+        .save_temporary(&SavedTool::Composed(spec.clone()), Some(20_000))
+        .unwrap();
+    store.save(&SavedTool::Composed(spec)).unwrap();
+    assert_eq!(
+        store.find("analyze_networkkit", 0).map(|f| f.0),
+        Some(Lifetime::Saved)
+    );
+    assert!(
+        !store
+            .temporary_dir()
+            .join("analyze_networkkit.json")
+            .exists()
+    );
+    assert_eq!(store.remove("analyze_networkkit").unwrap().len(), 1);
+    assert!(store.find("analyze_networkkit", 0).is_none());
+}
+
+#[test]
+fn generated_tools_load_only_when_generate_is_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = ToolStore::new(dir.path());
+    let tool = SavedTool::parse(
+        &json!({
+            "kind": "generated", "name": "double_it", "description": "Doubles n.",
+            "parameters": {"type": "object", "properties": {"n": {"type": "number"}}},
+            "code": "function toolHandler(p) { return p.n * 2; }",
+            "test_cases": [{"description": "2 -> 4", "input": {"n": 2}, "expected_output": 4}],
+        })
+        .to_string(),
+        std::path::Path::new("x.json"),
+    )
+    .unwrap();
+    store.save(&tool).unwrap();
+    let registry = registry();
+    let temporary = TemporaryToolRegistry::new(registry.clone());
+    let off = load_into(&registry, &temporary, dir.path(), false);
+    assert!(off.saved.is_empty());
+    assert!(
+        off.errors[0].contains("generate mode is off"),
+        "{:?}",
+        off.errors
+    );
+    let on = load_into(&registry, &temporary, dir.path(), true);
+    assert_eq!(on.saved, vec!["double_it"]);
+}
+
+#[test]
+fn promotion_writes_docs_schema_and_examples() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = CompositionSpec::from_json(NETWORKKIT).unwrap();
+    let tool = SavedTool::Composed(spec.clone());
+    let mut examples = built_in_examples(&tool);
+    examples[0].result = Some(json!({"classes": ["APIClient"], "callGraph": [], "patterns": []}));
+    let md = skill_markdown(&tool, &spec.parameters, &examples);
+    insta::assert_snapshot!("skill_analyze_networkkit", md);
+    let skill_dir = write_skill(
+        &dir.path().join("skills"),
+        &tool,
+        &spec.parameters,
+        &examples,
+    )
+    .unwrap();
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(skill_dir.join("schema.json")).unwrap())
+            .unwrap();
+    assert_eq!(schema["name"], json!("analyze_networkkit"));
+    assert_eq!(
+        std::fs::read_to_string(skill_dir.join("SKILL.md")).unwrap(),
+        md
+    );
+}
