@@ -93,6 +93,14 @@ pub fn prepare(
     let object = into_object(raw, &mut coercions)?;
     let (mut args, renames, unmatched) = normalise_keys(object, schema)?;
     coerce(&mut args, schema, "", &mut coercions);
+    if validator.is_valid(&args) {
+        return Ok(PreparedArgs {
+            args,
+            renames,
+            coercions,
+            unmatched,
+        });
+    }
     let errors: Vec<ArgumentError> = validator
         .iter_errors(&args)
         .map(|e| describe_error(&e, schema, &args))

@@ -78,37 +78,92 @@ pub struct AuditEntry {
     pub duration_us: i64,
 }
 
-impl AuditEntry {
+/// The raw facts of one call, handed over before any hashing or redaction, so that the
+/// calling thread only pays for moving data and a sink may do the work elsewhere.
+#[derive(Debug, Clone)]
+pub struct AuditInput {
+    pub ts: SystemTime,
+    pub call_id: String,
+    pub parent_call_id: Option<String>,
+    pub caller: String,
+    pub tool: String,
+    /// Normalised arguments, not yet redacted.
+    pub args: Value,
+    pub verdict: &'static str,
+    pub rule: Option<String>,
+    pub summary: String,
+    pub output: Option<Value>,
+    pub duration_us: i64,
+}
+
+impl AuditInput {
     pub fn from_outcome(call: &ToolCall, outcome: &ToolOutcome, args: Value) -> Self {
         let summary = match (&outcome.output, &outcome.error) {
-            (Some(out), _) => out.text.clone(),
-            (_, Some(e)) => e.clone(),
+            (Some(out), _) => head(&out.text),
+            (_, Some(e)) => head(e),
             _ => String::new(),
         };
-        let summary: String = redact_text(&summary).chars().take(SUMMARY_CHARS).collect();
-        AuditEntry {
-            ts: humantime::format_rfc3339_micros(SystemTime::now()).to_string(),
+        AuditInput {
+            ts: SystemTime::now(),
             call_id: call.id.clone(),
             parent_call_id: call.parent_call_id.clone(),
             caller: call.caller.id.clone(),
             tool: call.name.clone(),
-            args_sha256: sha256_hex(canonical_json(&args).as_bytes()),
-            args: redact_value(&args),
-            verdict: outcome.status.as_str().to_string(),
+            args,
+            verdict: outcome.status.as_str(),
             rule: outcome.rule.clone(),
-            outcome: summary,
-            output_sha256: outcome
-                .output
-                .as_ref()
-                .map(|o| sha256_hex(canonical_json(&o.data).as_bytes())),
+            summary,
+            output: outcome.output.as_ref().map(|o| o.data.clone()),
             duration_us: outcome.metadata.duration.as_micros().min(i64::MAX as u128) as i64,
         }
+    }
+
+    /// Redacts, hashes and truncates: the record as it is stored.
+    pub fn into_entry(self) -> AuditEntry {
+        let summary: String = redact_text(&self.summary)
+            .chars()
+            .take(SUMMARY_CHARS)
+            .collect();
+        AuditEntry {
+            ts: humantime::format_rfc3339_micros(self.ts).to_string(),
+            call_id: self.call_id,
+            parent_call_id: self.parent_call_id,
+            caller: self.caller,
+            tool: self.tool,
+            args_sha256: sha256_hex(canonical_json(&self.args).as_bytes()),
+            args: redact_value(&self.args),
+            verdict: self.verdict.to_string(),
+            rule: self.rule,
+            outcome: summary,
+            output_sha256: self
+                .output
+                .as_ref()
+                .map(|o| sha256_hex(canonical_json(o).as_bytes())),
+            duration_us: self.duration_us,
+        }
+    }
+}
+
+/// The start of a summary, with room for redaction to see a whole secret before the cut.
+fn head(text: &str) -> String {
+    text.chars().take(SUMMARY_CHARS * 2).collect()
+}
+
+impl AuditEntry {
+    pub fn from_outcome(call: &ToolCall, outcome: &ToolOutcome, args: Value) -> Self {
+        AuditInput::from_outcome(call, outcome, args).into_entry()
     }
 }
 
 /// Where audit entries go. The pipeline calls `record` once per attempted call.
 pub trait AuditSink: Send + Sync {
     fn record(&self, entry: AuditEntry);
+
+    /// Called by the pipeline. The default builds the entry here; sinks that write elsewhere
+    /// (the SQLite log's background thread) override it to move the work off the caller.
+    fn record_input(&self, input: AuditInput) {
+        self.record(input.into_entry());
+    }
 }
 
 /// One stored record, as `tail` returns it.
@@ -322,6 +377,7 @@ fn check_record(rec: &AuditRecord, expected_seq: i64, prev: &str) -> Option<Stri
 
 enum WriterMsg {
     Entry(Box<AuditEntry>),
+    Input(Box<AuditInput>),
     Flush(Sender<Result<(), String>>),
 }
 
@@ -376,14 +432,24 @@ impl AuditLog {
     }
 }
 
-impl AuditSink for AuditLog {
-    fn record(&self, entry: AuditEntry) {
+impl AuditLog {
+    fn send(&self, msg: WriterMsg) {
         let guard = self.tx.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(tx) = guard.as_ref()
-            && tx.send(WriterMsg::Entry(Box::new(entry))).is_err()
+            && tx.send(msg).is_err()
         {
             tracing::error!("audit writer has stopped; a record was lost");
         }
+    }
+}
+
+impl AuditSink for AuditLog {
+    fn record(&self, entry: AuditEntry) {
+        self.send(WriterMsg::Entry(Box::new(entry)));
+    }
+
+    fn record_input(&self, input: AuditInput) {
+        self.send(WriterMsg::Input(Box::new(input)));
     }
 }
 
@@ -405,6 +471,7 @@ fn writer_loop(mut conn: Connection, rx: Receiver<WriterMsg>) {
         while let Some(msg) = next {
             match msg {
                 WriterMsg::Entry(e) => pending.push(*e),
+                WriterMsg::Input(i) => pending.push(i.into_entry()),
                 WriterMsg::Flush(ack) => acks.push(ack),
             }
             next = if pending.len() >= 512 {

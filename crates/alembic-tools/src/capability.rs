@@ -6,6 +6,7 @@
 //! reference let any registered tool through).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use serde::Deserialize;
 
@@ -16,8 +17,8 @@ const BUILTIN_PRESETS: &str = include_str!("presets.toml");
 pub enum Allowlist {
     /// Every registered tool.
     All,
-    /// Only these names.
-    Only(BTreeSet<String>),
+    /// Only these names (shared: callers are cloned on every call).
+    Only(Arc<BTreeSet<String>>),
 }
 
 impl Allowlist {
@@ -26,7 +27,7 @@ impl Allowlist {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        Allowlist::Only(names.into_iter().map(Into::into).collect())
+        Allowlist::Only(Arc::new(names.into_iter().map(Into::into).collect()))
     }
 
     pub fn allows(&self, name: &str) -> bool {
@@ -39,7 +40,7 @@ impl Allowlist {
     /// Adds a single tool (for example a tool forged for this loop).
     pub fn insert(&mut self, name: impl Into<String>) {
         if let Allowlist::Only(set) = self {
-            set.insert(name.into());
+            Arc::make_mut(set).insert(name.into());
         }
     }
 }
@@ -170,7 +171,7 @@ impl PresetCatalog {
         for t in &spec.remove_tools {
             tools.remove(t);
         }
-        Ok(Allowlist::Only(tools))
+        Ok(Allowlist::Only(Arc::new(tools)))
     }
 }
 

@@ -131,6 +131,13 @@ impl ToolContext {
         }
     }
 
+    /// A context outside any pipeline call, for calling a handler directly (benchmarks,
+    /// handler unit tests). Nested calls made through it are still full pipeline calls.
+    pub fn detached(pipeline: Arc<Pipeline>, caller: Caller) -> Self {
+        let id = uuid::Uuid::now_v7().to_string();
+        Self::new(pipeline, caller, id, None, CancellationToken::new())
+    }
+
     /// Looks up a shared service by type.
     pub fn service<T: Any + Send + Sync>(&self) -> Option<Arc<T>> {
         self.services.get::<T>()

@@ -38,7 +38,9 @@ pub mod redact;
 pub mod registry;
 
 pub use args::{ArgumentError, ArgumentErrors, Coercion, PARAM_ALIASES, Rename, RenameRule};
-pub use audit::{AuditEntry, AuditError, AuditLog, AuditRecord, AuditSink, VerifyReport};
+pub use audit::{
+    AuditEntry, AuditError, AuditInput, AuditLog, AuditRecord, AuditSink, VerifyReport,
+};
 pub use cache::{ResultCache, cache_key};
 pub use capability::{Allowlist, PresetCatalog, PresetError};
 pub use context::{Caller, Services, ServicesBuilder, ToolContext};

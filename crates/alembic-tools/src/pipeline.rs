@@ -21,7 +21,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::args::{self, Coercion, Rename};
-use crate::audit::{AuditEntry, AuditSink};
+use crate::audit::{AuditInput, AuditSink};
 use crate::capability::Allowlist;
 use crate::context::{Caller, Services, ToolContext};
 use crate::definition::{EffectClass, ToolDefinition, ToolError, ToolOutput};
@@ -69,7 +69,7 @@ pub struct PreparedCall {
     pub id: String,
     pub parent_call_id: Option<String>,
     pub caller: Caller,
-    pub definition: ToolDefinition,
+    pub definition: Arc<ToolDefinition>,
     /// Normalised and validated arguments (raw ones when the caller may not use the tool).
     pub args: Value,
     pub raw_args: Value,
@@ -496,7 +496,7 @@ impl Pipeline {
         let started = Instant::now();
         self.events
             .send(ToolEvent::new(&call.id, &call.name, ToolEventKind::Started));
-        let (outcome, args_for_audit) = self.run(call.clone(), cancel).await;
+        let (outcome, args_for_audit) = self.run(&call, cancel).await;
         let mut outcome = outcome;
         outcome.metadata.duration = started.elapsed();
         self.finish(&call, &outcome, args_for_audit);
@@ -505,7 +505,7 @@ impl Pipeline {
 
     async fn run(
         self: &Arc<Self>,
-        call: ToolCall,
+        call: &ToolCall,
         cancel: CancellationToken,
     ) -> (ToolOutcome, Value) {
         let mut meta = ToolMetadata::default();
@@ -519,7 +519,7 @@ impl Pipeline {
                 meta,
             )
             .with_suggestions(suggestions);
-            return (outcome, call.args);
+            return (outcome, call.args.clone());
         };
         // A caller that may not use the tool learns nothing about its schema: validation is
         // skipped and the AllowlistGate refuses below.
@@ -543,7 +543,7 @@ impl Pipeline {
                         None,
                         meta,
                     );
-                    return (o, call.args);
+                    return (o, call.args.clone());
                 }
             }
         } else {
@@ -553,8 +553,8 @@ impl Pipeline {
             id: call.id.clone(),
             parent_call_id: call.parent_call_id.clone(),
             caller: call.caller.clone(),
-            definition: tool.definition.clone(),
-            args: args.clone(),
+            definition: Arc::clone(&tool.definition),
+            args,
             raw_args: call.args.clone(),
         };
         let result = match self.run_before(&prepared, &mut meta).await {
@@ -562,7 +562,8 @@ impl Pipeline {
             None => self.run_handler(&prepared, cancel).await,
         };
         self.run_after(&prepared, &result, &mut meta).await;
-        (outcome_from(&prepared, result, meta), args)
+        let outcome = outcome_from(&prepared, result, meta);
+        (outcome, prepared.args)
     }
 
     /// Runs the `before` hooks; returns a result when one of them decided the call.
@@ -655,7 +656,7 @@ impl Pipeline {
 
     fn finish(&self, call: &ToolCall, outcome: &ToolOutcome, args: Value) {
         if let Some(sink) = &self.audit {
-            sink.record(AuditEntry::from_outcome(call, outcome, args));
+            sink.record_input(AuditInput::from_outcome(call, outcome, args));
         }
         self.events.send(ToolEvent::new(
             &call.id,

@@ -25,7 +25,7 @@ pub enum RegistryError {
 
 /// A definition plus its compiled validator.
 pub struct RegisteredTool {
-    pub definition: ToolDefinition,
+    pub definition: Arc<ToolDefinition>,
     pub(crate) validator: jsonschema::Validator,
 }
 
@@ -98,7 +98,7 @@ impl ToolRegistry {
         tools.insert(
             name,
             Arc::new(RegisteredTool {
-                definition,
+                definition: Arc::new(definition),
                 validator,
             }),
         );
@@ -159,7 +159,7 @@ impl ToolRegistry {
             .unwrap_or_else(|e| e.into_inner())
             .values()
             .filter(|t| allowlist.allows(&t.definition.name))
-            .map(|t| t.definition.clone())
+            .map(|t| ToolDefinition::clone(&t.definition))
             .collect()
     }
 
