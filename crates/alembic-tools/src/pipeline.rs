@@ -512,7 +512,7 @@ impl Pipeline {
         let Some(tool) = self.registry.get(&call.name) else {
             let suggestions = self.registry.suggest(&call.name, &call.caller.allowlist);
             let outcome = refusal(
-                &call,
+                call,
                 OutcomeStatus::UnknownTool,
                 unknown_message(&call.name, &suggestions),
                 None,
@@ -537,7 +537,7 @@ impl Pipeline {
                 }
                 Err(e) => {
                     let o = refusal(
-                        &call,
+                        call,
                         OutcomeStatus::InvalidArguments,
                         e.to_string(),
                         None,
