@@ -18,10 +18,14 @@
 //! ```
 
 mod capture;
+mod landlock;
+
+pub use landlock::available as landlock_available;
 
 use std::io::Read;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -71,6 +75,7 @@ pub struct SpawnRequest {
     output_limit: usize,
     env: Vec<(String, String)>,
     cancel: Option<Arc<AtomicBool>>,
+    confine_writes: Option<Vec<PathBuf>>,
 }
 
 impl SpawnRequest {
@@ -84,6 +89,7 @@ impl SpawnRequest {
             output_limit: DEFAULT_OUTPUT_LIMIT,
             env: Vec::new(),
             cancel: None,
+            confine_writes: None,
         }
     }
 
@@ -130,6 +136,14 @@ impl SpawnRequest {
         self
     }
 
+    /// Confines the child's writes with Landlock to the project root, `/dev/null`
+    /// and `writable` (reads stay allowed). Where the kernel has no Landlock the
+    /// child runs anyway and [`ProcessOutput::sandboxed`] is false.
+    pub fn confine_writes(mut self, writable: Vec<PathBuf>) -> Self {
+        self.confine_writes = Some(writable);
+        self
+    }
+
     /// The effective timeout.
     pub fn effective_timeout(&self) -> Duration {
         self.timeout
@@ -159,6 +173,8 @@ pub struct ProcessOutput {
     pub truncated: bool,
     /// Wall time in milliseconds.
     pub duration_ms: u64,
+    /// True when Landlock confined the child's writes.
+    pub sandboxed: bool,
 }
 
 /// Why a process could not be started.
@@ -199,8 +215,13 @@ pub fn run(guard: &PathGuard, request: SpawnRequest) -> Result<ProcessOutput, Sp
         });
     }
     let cwd_fd = guard.open_dir(&request.cwd)?;
+    let ruleset = request
+        .confine_writes
+        .as_ref()
+        .and_then(|writable| landlock::write_ruleset(guard.root(), writable));
+    let sandboxed = ruleset.is_some();
     let started = Instant::now();
-    let mut child = start(guard, &request, cwd_fd)?;
+    let mut child = start(guard, &request, cwd_fd, ruleset)?;
     let pid = child.id();
     let stdout = drain(child.stdout.take(), request.output_limit);
     let stderr = drain(child.stderr.take(), request.output_limit);
@@ -222,6 +243,7 @@ pub fn run(guard: &PathGuard, request: SpawnRequest) -> Result<ProcessOutput, Sp
         stderr_bytes,
         truncated: out_cut || err_cut,
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        sandboxed,
     })
 }
 
@@ -260,7 +282,12 @@ pub fn allowed_env(root: &std::path::Path) -> Vec<(String, String)> {
     env
 }
 
-fn start(guard: &PathGuard, request: &SpawnRequest, cwd_fd: OwnedFd) -> Result<Child, SpawnError> {
+fn start(
+    guard: &PathGuard,
+    request: &SpawnRequest,
+    cwd_fd: OwnedFd,
+    ruleset: Option<OwnedFd>,
+) -> Result<Child, SpawnError> {
     #[expect(
         clippy::disallowed_methods,
         reason = "this is the one spawn function; it enforces cwd, env and timeout"
@@ -276,11 +303,12 @@ fn start(guard: &PathGuard, request: &SpawnRequest, cwd_fd: OwnedFd) -> Result<C
         .stderr(Stdio::piped())
         .process_group(0);
     let raw_cwd = cwd_fd.as_raw_fd();
+    let raw_ruleset = ruleset.as_ref().map(AsRawFd::as_raw_fd);
     // SAFETY: the closure runs in the forked child before exec and only makes
     // async-signal-safe system calls (fchdir, prctl, close_range, fcntl); it
     // allocates nothing and takes no locks.
     unsafe {
-        command.pre_exec(move || harden_child(raw_cwd));
+        command.pre_exec(move || harden_child(raw_cwd, raw_ruleset));
     }
     let child = command.spawn().map_err(|source| match source.kind() {
         std::io::ErrorKind::NotFound => SpawnError::NotFound {
@@ -292,11 +320,12 @@ fn start(guard: &PathGuard, request: &SpawnRequest, cwd_fd: OwnedFd) -> Result<C
         },
     });
     drop(cwd_fd);
+    drop(ruleset);
     child
 }
 
 /// Runs in the child between fork and exec.
-fn harden_child(cwd_fd: i32) -> std::io::Result<()> {
+fn harden_child(cwd_fd: i32, ruleset_fd: Option<i32>) -> std::io::Result<()> {
     // SAFETY: plain system calls on integers; see the caller.
     unsafe {
         if libc::fchdir(cwd_fd) != 0 {
@@ -305,6 +334,13 @@ fn harden_child(cwd_fd: i32) -> std::io::Result<()> {
         if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
             return Err(std::io::Error::last_os_error());
         }
+    }
+    // Fail closed: a ruleset that cannot be applied stops the spawn.
+    if let Some(fd) = ruleset_fd {
+        landlock::restrict_self(fd)?;
+    }
+    // SAFETY: as above.
+    unsafe {
         // Mark (not close) every descriptor above 2 close-on-exec: the standard
         // library's own error pipe must stay open until exec.
         let flag = libc::CLOSE_RANGE_CLOEXEC as libc::c_long;

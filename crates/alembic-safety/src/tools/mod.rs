@@ -149,7 +149,9 @@ async fn run_command(
         )
         .cwd(cwd.clone())
         .timeout(timeout)
-        .cancel_flag(Arc::clone(&cancel));
+        .cancel_flag(Arc::clone(&cancel))
+        // Defence in depth: even an allowed command cannot write outside the root and /tmp.
+        .confine_writes(vec![std::env::temp_dir()]);
     let token = ctx.cancel.clone();
     let watcher = tokio::spawn(async move {
         token.cancelled().await;
@@ -175,6 +177,7 @@ fn command_output(command: &str, cwd: &str, out: &ProcessOutput) -> ToolOutput {
         "stderr": out.stderr,
         "truncated": out.truncated,
         "durationMs": out.duration_ms,
+        "sandboxed": out.sandboxed,
     });
     let status = match (out.exit_code, out.timed_out) {
         (_, true) => format!(

@@ -207,3 +207,36 @@ fn long_output_keeps_head_and_tail() {
     assert!(out.stdout.contains("bytes omitted"));
     assert!(out.stdout.len() < 1100);
 }
+
+#[test]
+fn landlock_confines_writes_to_the_root_when_the_kernel_has_it() {
+    let fx = Fixture::new();
+    let outside = fx.outside.join("written.txt");
+    let script = format!(
+        "echo x > {0}; echo outside=$?; echo y > inside.txt; echo inside=$?; echo z > /dev/null; echo null=$?",
+        outside.display()
+    );
+    let request = SpawnRequest::new("sh")
+        .args(["-c", script.as_str()])
+        .confine_writes(vec![]);
+    let out = run(&guard(&fx), request).unwrap();
+    let enforced = alembic_safety::spawn::landlock_available();
+    eprintln!("landlock enforced on this kernel: {enforced}");
+    assert_eq!(out.sandboxed, enforced);
+    assert!(
+        out.stdout.contains("inside=0") && out.stdout.contains("null=0"),
+        "{}",
+        out.stdout
+    );
+    assert!(fx.path("inside.txt").exists());
+    if enforced {
+        assert!(
+            out.stdout.contains("outside=1") || out.stdout.contains("outside=2"),
+            "{}",
+            out.stdout
+        );
+        assert!(!outside.exists(), "write outside the root got through");
+    } else {
+        assert!(outside.exists());
+    }
+}

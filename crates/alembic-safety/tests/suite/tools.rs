@@ -73,6 +73,10 @@ async fn run_safe_command_runs_allowed_commands() {
     assert!(outcome.is_ok(), "{outcome:?}");
     assert_eq!(data(&outcome)["exitCode"], 0);
     assert_eq!(data(&outcome)["stdout"], "README.md\nsrc\ninside\n");
+    assert_eq!(
+        data(&outcome)["sandboxed"],
+        alembic_safety::spawn::landlock_available()
+    );
     let outcome = h
         .call("run_safe_command", json!({"command": "ls", "cwd": "src"}))
         .await;
