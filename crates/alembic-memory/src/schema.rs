@@ -1,0 +1,67 @@
+//! Versioned schema of the memory tables, applied through [`alembic_store::migrate`].
+
+use alembic_store::Migration;
+
+/// Component name in `schema_migrations`.
+pub const COMPONENT: &str = "memory";
+
+/// The memory schema. Never edit a released step; append a new one.
+pub const MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    sql: r#"
+create table semantic_memories (
+    seq integer primary key,
+    id text not null unique,
+    scope text not null default 'project' check (scope in ('project', 'user', 'team')),
+    type text not null default 'fact' check (type in ('fact', 'insight', 'preference')),
+    content text not null,
+    -- content with CJK runs split into unigrams + bigrams; what FTS5 indexes
+    search_text text not null,
+    source text not null default 'user' check (source in ('bootstrap', 'user', 'system')),
+    importance real not null default 5.0 check (importance >= 1 and importance <= 10),
+    access_count integer not null default 0,
+    last_accessed integer not null,
+    created integer not null,
+    updated integer not null,
+    expires_at integer,
+    source_dimension text,
+    provenance text,
+    archived_at integer,
+    valid_from integer not null,
+    valid_to integer,
+    superseded_by text,
+    tags text not null default '[]'
+);
+create index semantic_memories_scope_current on semantic_memories (scope, valid_to, archived_at);
+create index semantic_memories_last_accessed on semantic_memories (last_accessed);
+create index semantic_memories_superseded_by on semantic_memories (superseded_by);
+create index semantic_memories_expires_at on semantic_memories (expires_at) where expires_at is not null;
+
+create virtual table semantic_memories_fts using fts5(
+    search_text,
+    content = 'semantic_memories',
+    content_rowid = 'seq',
+    tokenize = 'porter unicode61 remove_diacritics 2'
+);
+create trigger semantic_memories_fts_insert after insert on semantic_memories begin
+    insert into semantic_memories_fts (rowid, search_text) values (new.seq, new.search_text);
+end;
+create trigger semantic_memories_fts_delete after delete on semantic_memories begin
+    insert into semantic_memories_fts (semantic_memories_fts, rowid, search_text)
+        values ('delete', old.seq, old.search_text);
+end;
+create trigger semantic_memories_fts_update after update of search_text on semantic_memories begin
+    insert into semantic_memories_fts (semantic_memories_fts, rowid, search_text)
+        values ('delete', old.seq, old.search_text);
+    insert into semantic_memories_fts (rowid, search_text) values (new.seq, new.search_text);
+end;
+
+-- one vector per memory, tagged with the model that made it; deleted with the memory
+create table memory_vectors (
+    seq integer primary key references semantic_memories (seq) on delete cascade,
+    model text not null,
+    dim integer not null,
+    vector blob not null
+);
+"#,
+}];

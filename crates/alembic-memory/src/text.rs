@@ -1,0 +1,370 @@
+//! Text processing shared by the FTS index, the query builder and consolidation.
+//!
+//! SQLite's `unicode61` tokenizer keeps a run of Chinese characters as one token, so an
+//! unpunctuated Chinese sentence would be a single "word" (ref-memory §11.4 #20). Before text
+//! reaches FTS5 we rewrite every CJK run into its single characters and its character
+//! bigrams; queries use the bigrams (or the single character for a one-character run), which
+//! gives word-like matching for Chinese and Japanese without a dictionary. Latin text is left
+//! to FTS5's `porter unicode61` tokenizer.
+
+use std::collections::HashSet;
+
+/// True for characters that we segment into unigrams and bigrams.
+pub fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xAC00..=0xD7AF
+        | 0xF900..=0xFAFF | 0x20000..=0x2FA1F)
+}
+
+/// Splits text into maximal runs that are either all-CJK or all-other.
+fn runs(text: &str) -> Vec<(bool, String)> {
+    let mut out: Vec<(bool, String)> = Vec::new();
+    for c in text.chars() {
+        let cjk = is_cjk(c);
+        match out.last_mut() {
+            Some((kind, run)) if *kind == cjk => run.push(c),
+            _ => out.push((cjk, c.to_string())),
+        }
+    }
+    out
+}
+
+fn bigrams(run: &str) -> Vec<String> {
+    let chars: Vec<char> = run.chars().collect();
+    chars.windows(2).map(|w| w.iter().collect()).collect()
+}
+
+/// The text stored in the FTS column: the original text with every CJK run replaced by its
+/// characters followed by its bigrams, each separated by spaces.
+pub fn index_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() * 2);
+    for (cjk, run) in runs(text) {
+        if cjk {
+            out.push(' ');
+            for c in run.chars() {
+                out.push(c);
+                out.push(' ');
+            }
+            for b in bigrams(&run) {
+                out.push_str(&b);
+                out.push(' ');
+            }
+        } else {
+            out.push_str(&run);
+        }
+    }
+    out
+}
+
+/// English question words and function words that carry no topic. Dropping them from
+/// queries matters: an OR query on "what", "did", "the" matches nearly every memory.
+const EN_STOPWORDS: &[&str] = &[
+    "a", "about", "after", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be",
+    "been", "before", "being", "both", "but", "by", "can", "could", "did", "do", "does", "doing",
+    "during", "each", "for", "from", "had", "has", "have", "having", "he", "her", "here", "hers",
+    "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "just", "me", "might", "more",
+    "most", "my", "of", "on", "or", "other", "our", "ours", "out", "over", "own", "s", "same",
+    "she", "should", "so", "some", "such", "t", "than", "that", "the", "their", "theirs", "them",
+    "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until",
+    "up", "very", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom",
+    "why", "will", "with", "would", "you", "your", "yours", "kind", "likely", "ever",
+];
+
+/// Chinese function words; a query bigram that is one of these is dropped.
+const ZH_STOPWORDS: &[&str] = &[
+    "我们",
+    "使用",
+    "项目",
+    "需要",
+    "可以",
+    "应该",
+    "建议",
+    "目前",
+    "已经",
+    "这个",
+    "那个",
+    "一个",
+    "进行",
+    "通过",
+    "对于",
+    "什么",
+    "怎么",
+    "如何",
+    "为什么",
+    "哪些",
+    "是否",
+    "的是",
+    "了吗",
+];
+
+pub fn is_stopword(word: &str) -> bool {
+    EN_STOPWORDS.contains(&word) || ZH_STOPWORDS.contains(&word)
+}
+
+/// Lower-cased Latin words of length ≥ 2 (letters, digits, `_`) and CJK bigrams (or single
+/// characters for one-character runs) of `text`, in order, duplicates kept.
+pub fn terms(text: &str) -> Vec<String> {
+    let lower = text.to_lowercase();
+    let mut out = Vec::new();
+    for (cjk, run) in runs(&lower) {
+        if cjk {
+            if run.chars().count() == 1 {
+                out.push(run);
+            } else {
+                out.extend(bigrams(&run));
+            }
+            continue;
+        }
+        for word in run.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
+            if word.chars().count() >= 2
+                || word.chars().all(|c| c.is_ascii_digit()) && !word.is_empty()
+            {
+                out.push(word.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// Query terms without stopwords and duplicates, in first-seen order.
+pub fn query_terms(query: &str) -> Vec<String> {
+    let mut seen = HashSet::new();
+    terms(query)
+        .into_iter()
+        .filter(|t| !is_stopword(t))
+        .filter(|t| seen.insert(t.clone()))
+        .collect()
+}
+
+/// An FTS5 MATCH expression: the OR of the quoted query terms, or `None` when the query has
+/// no usable term. Quoting makes every term a literal, so user text can never inject FTS5
+/// syntax (`NEAR`, `*`, column filters).
+pub fn fts_query(query: &str) -> Option<String> {
+    let terms = query_terms(query);
+    if terms.is_empty() {
+        return None;
+    }
+    let quoted: Vec<String> = terms
+        .iter()
+        .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
+        .collect();
+    Some(quoted.join(" OR "))
+}
+
+/// Similarity tokens: lower-case words of length ≥ 2 plus every character bigram of every
+/// word (the reference's `tokenizeForSimilarity`, ref-memory §3.4).
+fn similarity_tokens(text: &str) -> HashSet<String> {
+    let lower = text.to_lowercase();
+    let mut out = HashSet::new();
+    for word in lower.split(|c: char| !(c.is_alphanumeric())) {
+        let chars: Vec<char> = word.chars().collect();
+        if chars.len() >= 2 {
+            out.insert(word.to_string());
+        }
+        for w in chars.windows(2) {
+            out.insert(w.iter().collect());
+        }
+    }
+    out
+}
+
+/// Lexical similarity in 0..=1: bigram Jaccard plus 0.3 when one text contains the other.
+/// Consolidation's UPDATE (≥ 0.85) and MERGE (≥ 0.60) thresholds are defined on this scale.
+pub fn similarity(a: &str, b: &str) -> f64 {
+    let (ta, tb) = (similarity_tokens(a), similarity_tokens(b));
+    if ta.is_empty() && tb.is_empty() {
+        return 1.0;
+    }
+    if ta.is_empty() || tb.is_empty() {
+        return 0.0;
+    }
+    let inter = ta.intersection(&tb).count() as f64;
+    let union = ta.union(&tb).count() as f64;
+    let (la, lb) = (a.trim().to_lowercase(), b.trim().to_lowercase());
+    let bonus = if la.contains(&lb) || lb.contains(&la) {
+        0.3
+    } else {
+        0.0
+    };
+    (inter / union + bonus).min(1.0)
+}
+
+/// English negation cues, matched as whole words or word sequences. Unlike the reference
+/// (ref-memory §11.5 #25) this list holds only words that negate a statement, not verbs
+/// such as "avoid", "stop", "drop", "remove" or "disable", which name actions in ordinary
+/// facts ("the job removes stale caches").
+const EN_NEGATIONS: &[&str] = &[
+    "not",
+    "never",
+    "no longer",
+    "don't",
+    "dont",
+    "doesn't",
+    "doesnt",
+    "do not",
+    "does not",
+    "didn't",
+    "did not",
+    "isn't",
+    "is not",
+    "aren't",
+    "are not",
+    "won't",
+    "will not",
+    "shouldn't",
+    "should not",
+    "mustn't",
+    "must not",
+    "can't",
+    "cannot",
+    "stopped using",
+    "no more",
+];
+/// Chinese negation cues, matched as substrings. Single 不 is left out on purpose: it is part
+/// of many ordinary words (不同 "different", 不错 "good").
+const ZH_NEGATIONS: &[&str] = &[
+    "不使用",
+    "不再",
+    "不用",
+    "不要",
+    "不能",
+    "不得",
+    "不应",
+    "不会",
+    "不是",
+    "不采用",
+    "禁止",
+    "别用",
+    "勿",
+    "无需",
+    "停止使用",
+    "弃用",
+    "废弃",
+    "没有",
+    "并非",
+];
+
+/// True when the text states something negatively.
+pub fn is_negated(text: &str) -> bool {
+    let lower = text.to_lowercase();
+    if ZH_NEGATIONS.iter().any(|n| lower.contains(n)) {
+        return true;
+    }
+    let words: Vec<&str> = lower
+        .split(|c: char| !(c.is_alphanumeric() || c == '\''))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let joined = format!(" {} ", words.join(" "));
+    EN_NEGATIONS
+        .iter()
+        .any(|n| joined.contains(&format!(" {n} ")))
+}
+
+/// Topic words: query-style terms minus negation words and stopwords.
+fn topic_words(text: &str) -> HashSet<String> {
+    let negation_words: HashSet<&str> = EN_NEGATIONS
+        .iter()
+        .flat_map(|n| n.split(' '))
+        .chain(["use", "using", "used", "uses", "longer", "more"])
+        .collect();
+    terms(text)
+        .into_iter()
+        .filter(|t| !is_stopword(t) && !negation_words.contains(t.as_str()))
+        .filter(|t| !ZH_NEGATIONS.iter().any(|n| n.contains(t.as_str())))
+        .collect()
+}
+
+/// True when two statements talk about the same thing with opposite polarity.
+///
+/// The reference called two memories contradictory with only 2 shared words. Here the
+/// statements must share at least 2 topic words **and** those shared words must cover at
+/// least 60 % of the smaller statement's topic, i.e. the same subject and predicate with
+/// one side negated.
+pub fn contradicts(old: &str, new: &str) -> bool {
+    if is_negated(old) == is_negated(new) {
+        return false;
+    }
+    let (a, b) = (topic_words(old), topic_words(new));
+    let min = a.len().min(b.len());
+    if min == 0 {
+        return false;
+    }
+    let shared = a.intersection(&b).count();
+    shared >= 2 && shared as f64 / min as f64 >= 0.6
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn cjk_runs_become_unigrams_and_bigrams() {
+        assert_eq!(index_text("用SQLite存储"), " 用 SQLite 存 储 存储 ");
+        assert_eq!(
+            terms("支付模块 uses Redis"),
+            vec!["支付", "付模", "模块", "uses", "redis"]
+        );
+    }
+
+    #[test]
+    fn queries_drop_stopwords_and_quote_terms() {
+        assert_eq!(
+            fts_query("What did Caroline research?").as_deref(),
+            Some("\"caroline\" OR \"research\"")
+        );
+        assert_eq!(fts_query("what is the"), None);
+        assert_eq!(
+            fts_query("NEAR(x* \"quoted\") col:term").as_deref(),
+            Some("\"near\" OR \"quoted\" OR \"col\" OR \"term\"")
+        );
+    }
+
+    #[test]
+    fn similarity_scale() {
+        assert_eq!(similarity("same text here", "same text here"), 1.0);
+        assert!(similarity("use tabs for indentation", "completely unrelated words") < 0.2);
+        let s = similarity(
+            "the payment module uses the repository pattern",
+            "the payment module uses the repository pattern and a coordinator",
+        );
+        assert!(s >= 0.85, "{s}");
+    }
+
+    #[test]
+    fn contradiction_needs_opposite_polarity_and_same_topic() {
+        let cases = [
+            (
+                "We use tabs for indentation",
+                "We do not use tabs for indentation",
+                true,
+            ),
+            (
+                "项目使用 CocoaPods 管理依赖",
+                "项目不再使用 CocoaPods 管理依赖",
+                true,
+            ),
+            (
+                "Use force unwrap in tests",
+                "Never use force unwrap in tests",
+                true,
+            ),
+            // the reference's loose list flagged these
+            (
+                "The cleanup job removes stale caches",
+                "The build removes stale artifacts",
+                false,
+            ),
+            (
+                "Avoid global state in the network layer",
+                "The network layer keeps a session cache",
+                false,
+            ),
+            ("Tests use XCTest", "Do not run UI tests on CI", false),
+            ("不同模块使用不同的日志级别", "日志级别统一为 info", false),
+        ];
+        for (old, new, expected) in cases {
+            assert_eq!(contradicts(old, new), expected, "{old:?} vs {new:?}");
+        }
+    }
+}
