@@ -1,0 +1,129 @@
+//! Agent presets: which stages a run has, and for each stage its tools, memory profile,
+//! exploration strategy and limits.
+
+use alembic_context::{BudgetProfile, Strategy};
+
+/// Catalog preset whose tools the insight analyst stage gets (the code_analysis capability).
+pub const ANALYST_TOOLS_PRESET: &str = "bootstrap-analyst";
+/// Catalog preset whose tools the insight producer stage gets (knowledge_production).
+pub const PRODUCER_TOOLS_PRESET: &str = "bootstrap-producer";
+
+/// How a run is organised.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AgentPreset {
+    /// One loop with the tools of catalog preset `tools` and the user memory profile
+    /// (`chat`, or any other catalog preset used for questions).
+    Single { tools: String },
+    /// An analyst stage (code_analysis tools), then a producer stage (knowledge_production
+    /// tools) that starts from the analyst's distilled findings.
+    Insight,
+}
+
+impl AgentPreset {
+    /// `insight` is the staged preset; any other name is a single loop over that preset's tools.
+    pub fn from_name(name: &str) -> AgentPreset {
+        match name {
+            "insight" => AgentPreset::Insight,
+            other => AgentPreset::Single {
+                tools: other.to_string(),
+            },
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        match self {
+            AgentPreset::Single { tools } => tools,
+            AgentPreset::Insight => "insight",
+        }
+    }
+
+    /// The stages of a run with `limits`.
+    pub fn stages(&self, limits: &StageLimits) -> Vec<StageSpec> {
+        match self {
+            AgentPreset::Single { tools } => vec![StageSpec {
+                name: "chat".into(),
+                tools_preset: tools.clone(),
+                profile: BudgetProfile::User,
+                strategy: None,
+                max_iterations: limits.chat_iterations,
+                temperature: 0.7,
+            }],
+            AgentPreset::Insight => vec![
+                StageSpec {
+                    name: "analyst".into(),
+                    tools_preset: ANALYST_TOOLS_PRESET.into(),
+                    profile: BudgetProfile::Analyst,
+                    strategy: Some(Strategy::Analyst),
+                    max_iterations: limits.analyst_iterations,
+                    temperature: 0.4,
+                },
+                StageSpec {
+                    name: "producer".into(),
+                    tools_preset: PRODUCER_TOOLS_PRESET.into(),
+                    profile: BudgetProfile::Producer,
+                    strategy: Some(Strategy::Producer),
+                    max_iterations: limits.producer_iterations,
+                    temperature: 0.3,
+                },
+            ],
+        }
+    }
+}
+
+/// Iteration limits per kind of stage. Defaults follow the reference: chat 8, analyst 24,
+/// producer 10.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StageLimits {
+    pub chat_iterations: u32,
+    pub analyst_iterations: u32,
+    pub producer_iterations: u32,
+}
+
+impl Default for StageLimits {
+    fn default() -> Self {
+        StageLimits {
+            chat_iterations: 8,
+            analyst_iterations: 24,
+            producer_iterations: 10,
+        }
+    }
+}
+
+/// One stage of a run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StageSpec {
+    pub name: String,
+    /// Catalog preset whose allowlist this stage's caller gets.
+    pub tools_preset: String,
+    pub profile: BudgetProfile,
+    /// Exploration control; `None` for chat (the model decides when it is done).
+    pub strategy: Option<Strategy>,
+    pub max_iterations: u32,
+    pub temperature: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn insight_has_an_analyst_then_a_producer_stage() {
+        let stages = AgentPreset::from_name("insight").stages(&StageLimits::default());
+        let names: Vec<(&str, &str)> = stages
+            .iter()
+            .map(|s| (s.name.as_str(), s.tools_preset.as_str()))
+            .collect();
+        assert_eq!(
+            names,
+            vec![
+                ("analyst", ANALYST_TOOLS_PRESET),
+                ("producer", PRODUCER_TOOLS_PRESET)
+            ]
+        );
+        let chat = AgentPreset::from_name("chat").stages(&StageLimits::default());
+        assert_eq!(chat.len(), 1);
+        assert_eq!(chat[0].strategy, None);
+        assert_eq!(chat[0].max_iterations, 8);
+    }
+}

@@ -1,0 +1,113 @@
+//! What a run reports: the answer, rounds, tool calls, token usage, and how it ended.
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// Why a run (or stage) stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StageEnd {
+    /// The model gave its answer in text.
+    Answered,
+    /// The rounds ran out; the answer is a summary asked for without tools.
+    ForcedSummary,
+}
+
+/// One tool call the model made, as the pipeline answered it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolCallRecord {
+    pub stage: String,
+    pub round: u32,
+    pub name: String,
+    pub arguments: Value,
+    /// The pipeline's status (`ok`, `unknown_tool`, `blocked`, …), or `malformed_arguments`
+    /// and `over_turn_limit` for calls the loop answered itself.
+    pub status: String,
+    /// Did-you-mean names for an unknown tool.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub suggestions: Vec<String>,
+}
+
+impl ToolCallRecord {
+    pub fn is_ok(&self) -> bool {
+        self.status == "ok"
+    }
+}
+
+/// Tokens the provider counted, summed over every request of the run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct UsageReport {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub requests: u32,
+}
+
+impl UsageReport {
+    pub fn add(&mut self, usage: alembic_llm::Usage) {
+        self.input_tokens += usage.input_tokens;
+        self.output_tokens += usage.output_tokens;
+        self.requests += 1;
+    }
+
+    pub fn total(&self) -> u64 {
+        self.input_tokens + self.output_tokens
+    }
+}
+
+/// One stage of a run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StageReport {
+    pub name: String,
+    pub rounds: u32,
+    pub end: StageEnd,
+    pub answer: String,
+}
+
+/// What long-term memory kept from a run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct MemoryReport {
+    /// The candidates offered to the consolidator.
+    pub candidates: Vec<String>,
+    pub added: usize,
+    pub updated: usize,
+    pub merged: usize,
+    pub replaced: usize,
+    pub skipped: usize,
+    /// Why nothing could be written, when the store failed (the answer is still returned).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The result of [`crate::AgentRuntime::run`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunReport {
+    pub run_id: String,
+    pub preset: String,
+    pub answer: String,
+    /// Model rounds over all stages (the forced summary, when there is one, not included).
+    pub rounds: u32,
+    pub tool_calls: Vec<ToolCallRecord>,
+    pub usage: UsageReport,
+    pub stages: Vec<StageReport>,
+    pub memory: MemoryReport,
+}
+
+impl RunReport {
+    /// Names of the tools called, in order.
+    pub fn tool_names(&self) -> Vec<&str> {
+        self.tool_calls.iter().map(|c| c.name.as_str()).collect()
+    }
+
+    /// The short trace printed after an answer.
+    pub fn trace_line(&self) -> String {
+        let tools = if self.tool_calls.is_empty() {
+            "none".to_string()
+        } else {
+            self.tool_names().join(", ")
+        };
+        format!(
+            "rounds: {} · tools: {} · tokens: {} in / {} out",
+            self.rounds, tools, self.usage.input_tokens, self.usage.output_tokens
+        )
+    }
+}

@@ -1,0 +1,340 @@
+//! [`AgentRuntime`]: runs a question through the stages of a preset and keeps what was learnt.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use alembic_context::{
+    ActiveContextOptions, Finding, MemoryCoordinator, MillisClock, PersistentRecall, ScopeId,
+    StaticPromptRequest,
+};
+use alembic_llm::LlmProvider;
+use alembic_memory::MemorySource;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::AgentError;
+use crate::events::{AgentEvent, EventSink};
+use crate::memory::{self, DEFAULT_KEEP_IMPORTANCE, SharedMemory};
+use crate::preset::{AgentPreset, StageLimits};
+use crate::prompt;
+use crate::report::{MemoryReport, RunReport, StageReport, ToolCallRecord, UsageReport};
+use crate::stage::{StageLoop, StageOutcome};
+use crate::tools::AgentTools;
+
+/// Knobs of the runtime. Defaults follow the reference where it had a value.
+#[derive(Clone)]
+pub struct AgentOptions {
+    /// Stream model replies (text pieces arrive as [`AgentEvent::TextDelta`]).
+    pub stream: bool,
+    pub limits: StageLimits,
+    /// Tool calls run per model turn; further calls are answered "not run" (reference: 8).
+    pub max_tool_calls_per_turn: usize,
+    /// Noted findings at or above this importance go to long-term memory.
+    pub keep_importance: u8,
+    /// Pause before retrying a round after a failed model call (reference: 2 s).
+    pub strike_pause: Duration,
+    pub max_output_tokens: Option<u32>,
+    /// Milliseconds clock for the session cache.
+    pub clock: MillisClock,
+}
+
+impl std::fmt::Debug for AgentOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentOptions")
+            .field("stream", &self.stream)
+            .field("limits", &self.limits)
+            .field("max_tool_calls_per_turn", &self.max_tool_calls_per_turn)
+            .field("keep_importance", &self.keep_importance)
+            .field("strike_pause", &self.strike_pause)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for AgentOptions {
+    fn default() -> Self {
+        AgentOptions {
+            stream: false,
+            limits: StageLimits::default(),
+            max_tool_calls_per_turn: 8,
+            keep_importance: DEFAULT_KEEP_IMPORTANCE,
+            strike_pause: Duration::from_secs(2),
+            max_output_tokens: Some(4096),
+            clock: Arc::new(|| {
+                SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+            }),
+        }
+    }
+}
+
+/// One question for [`AgentRuntime::run`].
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    pub question: String,
+    pub preset: AgentPreset,
+    /// Earlier turns of a chat, summarised (goes into the static memory prompt).
+    pub conversation: Option<String>,
+}
+
+impl RunRequest {
+    pub fn new(question: impl Into<String>, preset: AgentPreset) -> RunRequest {
+        RunRequest {
+            question: question.into(),
+            preset,
+            conversation: None,
+        }
+    }
+}
+
+/// The ReAct agent: a model, the tool pipeline, and long-term memory.
+pub struct AgentRuntime {
+    provider: Arc<dyn LlmProvider>,
+    tools: AgentTools,
+    memory: Option<Arc<SharedMemory>>,
+    options: AgentOptions,
+    events: Option<EventSink>,
+}
+
+impl std::fmt::Debug for AgentRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentRuntime")
+            .field("provider", &self.provider.name())
+            .field("model", &self.provider.model())
+            .field("memory", &self.memory.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the stages of one run share.
+pub(crate) struct RunContext<'a> {
+    pub runtime: &'a AgentRuntime,
+    pub provider: &'a Arc<dyn LlmProvider>,
+    pub options: &'a AgentOptions,
+    pub run_id: &'a str,
+    pub preset: &'a str,
+    pub coordinator: &'a Arc<MemoryCoordinator>,
+    pub scope: &'a ScopeId,
+    pub static_memory: &'a str,
+    pub cancel: &'a CancellationToken,
+}
+
+impl RunContext<'_> {
+    pub fn tools(&self) -> &AgentTools {
+        &self.runtime.tools
+    }
+
+    pub fn emit(&self, event: AgentEvent) {
+        if let Some(sink) = &self.runtime.events {
+            sink(&event);
+        }
+    }
+}
+
+impl AgentRuntime {
+    pub fn new(
+        provider: Arc<dyn LlmProvider>,
+        tools: AgentTools,
+        memory: Option<Arc<SharedMemory>>,
+        options: AgentOptions,
+    ) -> AgentRuntime {
+        AgentRuntime {
+            provider,
+            tools,
+            memory,
+            options,
+            events: None,
+        }
+    }
+
+    /// Sends progress events (streamed text, tool calls, nudges) to `sink`.
+    pub fn with_events(mut self, sink: EventSink) -> AgentRuntime {
+        self.events = Some(sink);
+        self
+    }
+
+    pub fn provider(&self) -> &Arc<dyn LlmProvider> {
+        &self.provider
+    }
+
+    pub fn memory(&self) -> Option<&Arc<SharedMemory>> {
+        self.memory.as_ref()
+    }
+
+    /// Names of the tools `preset` offers, per stage.
+    pub fn stage_tools(
+        &self,
+        preset: &AgentPreset,
+    ) -> Result<Vec<(String, Vec<String>)>, AgentError> {
+        let registry = self.tools.pipeline.registry();
+        preset
+            .stages(&self.options.limits)
+            .into_iter()
+            .map(|s| {
+                let allow = self.tools.presets.allowlist(&s.tools_preset)?;
+                let names = registry
+                    .schemas(&allow)
+                    .into_iter()
+                    .map(|t| t.name)
+                    .collect();
+                Ok((s.name, names))
+            })
+            .collect()
+    }
+
+    fn coordinator(&self) -> MemoryCoordinator {
+        let coordinator = MemoryCoordinator::for_model(self.provider.model());
+        match &self.memory {
+            Some(m) => coordinator.with_persistent(Arc::clone(m) as Arc<dyn PersistentRecall>),
+            None => coordinator,
+        }
+    }
+
+    /// Answers `request`: every stage of its preset in turn, then consolidation of what is
+    /// worth keeping into long-term memory.
+    pub async fn run(
+        &self,
+        request: &RunRequest,
+        cancel: &CancellationToken,
+    ) -> Result<RunReport, AgentError> {
+        let stages = request.preset.stages(&self.options.limits);
+        for s in &stages {
+            self.tools.presets.allowlist(&s.tools_preset)?;
+        }
+        let run_id = uuid::Uuid::now_v7().to_string();
+        let coordinator = Arc::new(self.coordinator());
+        let scope = ScopeId::new(format!("run:{run_id}"));
+        let first_profile = stages.first().map(|s| s.profile);
+        let Some(first_profile) = first_profile else {
+            return Err(AgentError::Setup("the preset has no stages".into()));
+        };
+        coordinator.open_scope(
+            scope.clone(),
+            first_profile,
+            ActiveContextOptions::default(),
+        );
+        let static_memory = coordinator.static_prompt(
+            &scope,
+            &StaticPromptRequest {
+                query: Some(&request.question),
+                conversation_summary: request.conversation.as_deref(),
+                ..StaticPromptRequest::default()
+            },
+        )?;
+        let ctx = RunContext {
+            runtime: self,
+            provider: &self.provider,
+            options: &self.options,
+            run_id: &run_id,
+            preset: request.preset.name(),
+            coordinator: &coordinator,
+            scope: &scope,
+            static_memory: &static_memory,
+            cancel,
+        };
+        let outcomes = run_stages(&ctx, &stages, &request.question).await;
+        let findings = coordinator.with_active(&scope, |ac| ac.findings().to_vec());
+        coordinator.close_scope(&scope, None)?;
+        let outcomes = outcomes?;
+        let memory = self.keep(&run_id, request, &findings?, &outcomes);
+        Ok(assemble(run_id, request.preset.name(), outcomes, memory))
+    }
+
+    /// Consolidates the run's findings (and, for a single-loop run, its answer's key fact).
+    fn keep(
+        &self,
+        run_id: &str,
+        request: &RunRequest,
+        findings: &[Finding],
+        outcomes: &[StageOutcome],
+    ) -> MemoryReport {
+        let Some(store) = &self.memory else {
+            return MemoryReport::default();
+        };
+        let provenance = memory::provenance(run_id, &request.question);
+        let single = matches!(request.preset, AgentPreset::Single { .. });
+        let source = if single {
+            MemorySource::User
+        } else {
+            MemorySource::System
+        };
+        let mut candidates =
+            memory::finding_candidates(findings, self.options.keep_importance, source, &provenance);
+        let used_tools = outcomes.iter().any(|o| !o.tool_calls.is_empty());
+        if single {
+            let answer = outcomes.last().map_or("", |o| o.report.answer.as_str());
+            candidates.extend(memory::answer_fact(answer, used_tools, &provenance));
+        }
+        let mut report = MemoryReport {
+            candidates: candidates.iter().map(|c| c.content.clone()).collect(),
+            ..MemoryReport::default()
+        };
+        match store.consolidate(&candidates) {
+            Ok(stats) => {
+                report.added = stats.added;
+                report.updated = stats.updated;
+                report.merged = stats.merged;
+                report.replaced = stats.replaced;
+                report.skipped = stats.skipped;
+            }
+            Err(e) => report.error = Some(e.to_string()),
+        }
+        report
+    }
+}
+
+/// Runs the stages in order; each later stage starts from the distilled findings of the run
+/// so far and the previous stage's answer.
+async fn run_stages(
+    ctx: &RunContext<'_>,
+    stages: &[crate::preset::StageSpec],
+    question: &str,
+) -> Result<Vec<StageOutcome>, AgentError> {
+    let mut outcomes: Vec<StageOutcome> = Vec::new();
+    let mut task = question.to_string();
+    for spec in stages {
+        ctx.coordinator.set_profile(ctx.scope, spec.profile)?;
+        if let Some(previous) = outcomes.last() {
+            let distilled = ctx
+                .coordinator
+                .with_active(ctx.scope, |ac| ac.distill().render(20))?;
+            task = prompt::producer_prompt(question, &distilled, &previous.report.answer);
+        }
+        let outcome = StageLoop::new(ctx, spec, task.clone())?.run().await?;
+        outcomes.push(outcome);
+    }
+    Ok(outcomes)
+}
+
+fn assemble(
+    run_id: String,
+    preset: &str,
+    outcomes: Vec<StageOutcome>,
+    memory: MemoryReport,
+) -> RunReport {
+    let mut usage = UsageReport::default();
+    let mut tool_calls: Vec<ToolCallRecord> = Vec::new();
+    let mut stages: Vec<StageReport> = Vec::new();
+    for o in outcomes {
+        usage.input_tokens += o.usage.input_tokens;
+        usage.output_tokens += o.usage.output_tokens;
+        usage.requests += o.usage.requests;
+        tool_calls.extend(o.tool_calls);
+        stages.push(o.report);
+    }
+    let answer = stages
+        .iter()
+        .map(|s| s.answer.trim())
+        .filter(|a| !a.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n\n---\n\n");
+    RunReport {
+        run_id,
+        preset: preset.to_string(),
+        answer,
+        rounds: stages.iter().map(|s| s.rounds).sum(),
+        tool_calls,
+        usage,
+        stages,
+        memory,
+    }
+}

@@ -1,0 +1,4 @@
+mod loop_behaviour;
+mod roundtrip;
+mod scenario;
+mod support;
