@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use alembic_tools::{
-    AuditError, AuditLog, Caller, Pipeline, PresetError, ReadOnlySafety, RegistryError,
+    AuditError, AuditLog, Caller, Pipeline, PresetError, RegistryError,
     SafetyCheck, Services, ToolRegistry,
 };
 
@@ -62,6 +62,7 @@ impl std::fmt::Debug for ProjectRuntime {
 pub fn register_builtin_tools(registry: &ToolRegistry) -> Result<(), RegistryError> {
     alembic_tools::meta::register_tools(registry)?;
     alembic_code::register_tools(registry)?;
+    alembic_safety::register_tools(registry)?;
     Ok(())
 }
 
@@ -79,12 +80,14 @@ impl ProjectRuntime {
         let registry = Arc::new(ToolRegistry::new());
         register_builtin_tools(&registry)?;
         let services = build_services(&root, &config)?;
+        let safety =
+            alembic_safety::PolicySafetyCheck::for_root(&root).map_err(RuntimeError::Setup)?;
         Ok(ProjectRuntime {
             root,
             config,
             registry,
             services,
-            safety: Arc::new(ReadOnlySafety),
+            safety: Arc::new(safety),
             audit: None,
         })
     }

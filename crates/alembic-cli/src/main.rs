@@ -43,6 +43,9 @@ enum Command {
     Audit(cmd::audit::AuditCommand),
     /// Build or refresh the code index (incremental; honours .gitignore)
     Index(cmd::index::IndexArgs),
+    /// Explain the safety verdict for a command or a path (runs and touches nothing)
+    #[command(subcommand)]
+    Safety(cmd::safety::SafetyCommand),
 }
 
 fn main() {
@@ -53,6 +56,7 @@ fn main() {
         Command::Tools(c) => cmd::tools::run(c),
         Command::Audit(c) => cmd::audit::run(c),
         Command::Index(a) => cmd::index::run(a),
+        Command::Safety(c) => cmd::safety::run(c),
     };
     std::process::exit(exit::report(result));
 }

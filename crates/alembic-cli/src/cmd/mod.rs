@@ -3,4 +3,5 @@
 pub mod audit;
 pub mod index;
 pub mod init;
+pub mod safety;
 pub mod tools;

@@ -1,5 +1,6 @@
 mod audit_cli;
 mod index_cli;
+mod safety_cli;
 mod tools_cli;
 
 use assert_cmd::Command;
