@@ -2,9 +2,11 @@
 //!
 //! The ruleset is built in the parent with the `landlock` crate; the child
 //! only makes the one `landlock_restrict_self` system call between fork and
-//! exec (async-signal-safe). Reads and execution stay allowed everywhere;
-//! writes, removals and creations are allowed only beneath the project root,
-//! the extra writable directories and `/dev/null`.
+//! exec (async-signal-safe). Writes, removals and creations are allowed only
+//! beneath the project root, the extra directories and `/dev/null`. Reads and
+//! execution are allowed there and in the system directories programs need
+//! (`/usr`, `/etc`, `/proc`…) plus toolchain homes, so home directories
+//! (`~/.ssh`, `~/.aws`) stay unreadable even through an in-root symlink.
 
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
@@ -16,17 +18,44 @@ use landlock::{
 /// Newest ABI this code knows; older kernels get the subset they support.
 const TARGET_ABI: ABI = ABI::V5;
 
+/// Directories every program may read and execute from (missing ones are skipped).
+const SYSTEM_READ_DIRS: &[&str] = &[
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/etc",
+    "/proc",
+    "/dev",
+    "/sys",
+    "/opt",
+    "/nix",
+    "/run/current-system",
+];
+
 /// A ruleset handle ready for `landlock_restrict_self`, or `None` when the
 /// kernel has no Landlock (the caller then reports the child as not sandboxed).
-pub(crate) fn write_ruleset(root: &Path, writable: &[PathBuf]) -> Option<OwnedFd> {
+pub(crate) fn sandbox_ruleset(
+    root: &Path,
+    writable: &[PathBuf],
+    readable: &[PathBuf],
+) -> Option<OwnedFd> {
     let mut write_roots: Vec<&Path> = vec![root, Path::new("/dev/null")];
     write_roots.extend(writable.iter().map(PathBuf::as_path));
+    let mut read_roots: Vec<&Path> = SYSTEM_READ_DIRS.iter().map(Path::new).collect();
+    read_roots.extend(readable.iter().map(PathBuf::as_path));
     let created = Ruleset::default()
         .handle_access(AccessFs::from_all(TARGET_ABI))
         .ok()?
         .create()
         .ok()?
-        .add_rules(path_beneath_rules(["/"], AccessFs::from_read(TARGET_ABI)))
+        .add_rules(path_beneath_rules(
+            read_roots,
+            AccessFs::from_read(TARGET_ABI),
+        ))
         .ok()?
         .add_rules(path_beneath_rules(
             write_roots,

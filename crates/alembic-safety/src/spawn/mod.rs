@@ -75,7 +75,7 @@ pub struct SpawnRequest {
     output_limit: usize,
     env: Vec<(String, String)>,
     cancel: Option<Arc<AtomicBool>>,
-    confine_writes: Option<Vec<PathBuf>>,
+    sandbox: Option<Vec<PathBuf>>,
 }
 
 impl SpawnRequest {
@@ -89,7 +89,7 @@ impl SpawnRequest {
             output_limit: DEFAULT_OUTPUT_LIMIT,
             env: Vec::new(),
             cancel: None,
-            confine_writes: None,
+            sandbox: None,
         }
     }
 
@@ -136,11 +136,12 @@ impl SpawnRequest {
         self
     }
 
-    /// Confines the child's writes with Landlock to the project root, `/dev/null`
-    /// and `writable` (reads stay allowed). Where the kernel has no Landlock the
-    /// child runs anyway and [`ProcessOutput::sandboxed`] is false.
-    pub fn confine_writes(mut self, writable: Vec<PathBuf>) -> Self {
-        self.confine_writes = Some(writable);
+    /// Sandboxes the child with Landlock: writes only beneath the project root,
+    /// `/dev/null` and `extra_dirs`; reads only there, in system directories and
+    /// toolchain homes. Where the kernel has no Landlock the child runs anyway
+    /// and [`ProcessOutput::sandboxed`] is false.
+    pub fn sandbox(mut self, extra_dirs: Vec<PathBuf>) -> Self {
+        self.sandbox = Some(extra_dirs);
         self
     }
 
@@ -215,10 +216,14 @@ pub fn run(guard: &PathGuard, request: SpawnRequest) -> Result<ProcessOutput, Sp
         });
     }
     let cwd_fd = guard.open_dir(&request.cwd)?;
-    let ruleset = request
-        .confine_writes
-        .as_ref()
-        .and_then(|writable| landlock::write_ruleset(guard.root(), writable));
+    let ruleset = request.sandbox.as_ref().and_then(|extra| {
+        let toolchains: Vec<PathBuf> = allowed_env(guard.root())
+            .into_iter()
+            .filter(|(k, _)| TOOLCHAIN_HOMES.contains(&k.as_str()))
+            .map(|(_, v)| PathBuf::from(v))
+            .collect();
+        landlock::sandbox_ruleset(guard.root(), extra, &toolchains)
+    });
     let sandboxed = ruleset.is_some();
     let started = Instant::now();
     let mut child = start(guard, &request, cwd_fd, ruleset)?;
@@ -246,6 +251,9 @@ pub fn run(guard: &PathGuard, request: SpawnRequest) -> Result<ProcessOutput, Sp
         sandboxed,
     })
 }
+
+/// Variables naming toolchain directories the sandbox must keep readable.
+const TOOLCHAIN_HOMES: &[&str] = &["RUSTUP_HOME", "CARGO_HOME", "GOROOT", "GOPATH", "JAVA_HOME"];
 
 /// Builds the allow-listed environment.
 pub fn allowed_env(root: &std::path::Path) -> Vec<(String, String)> {

@@ -150,8 +150,9 @@ async fn run_command(
         .cwd(cwd.clone())
         .timeout(timeout)
         .cancel_flag(Arc::clone(&cancel))
-        // Defence in depth: even an allowed command cannot write outside the root and /tmp.
-        .confine_writes(vec![std::env::temp_dir()]);
+        // Defence in depth: even an allowed command cannot write outside the root and the
+        // temp dir, nor read home directories (for example through `grep -R` and a symlink).
+        .sandbox(vec![std::env::temp_dir()]);
     let token = ctx.cancel.clone();
     let watcher = tokio::spawn(async move {
         token.cancelled().await;

@@ -209,32 +209,35 @@ fn long_output_keeps_head_and_tail() {
 }
 
 #[test]
-fn landlock_confines_writes_to_the_root_when_the_kernel_has_it() {
+fn landlock_confines_the_child_to_the_root_when_the_kernel_has_it() {
     let fx = Fixture::new();
     let outside = fx.outside.join("written.txt");
+    let secret = fx.outside.join("secret.txt");
     let script = format!(
-        "echo x > {0}; echo outside=$?; echo y > inside.txt; echo inside=$?; echo z > /dev/null; echo null=$?",
-        outside.display()
+        "echo x > {0}; echo outside=$?; cat {1}; echo read_outside=$?; echo y > inside.txt; echo inside=$?; \
+         cat README.md >/dev/null; echo read_inside=$?; ls /usr/bin >/dev/null; echo read_system=$?; \
+         echo z > /dev/null; echo null=$?",
+        outside.display(),
+        secret.display()
     );
     let request = SpawnRequest::new("sh")
         .args(["-c", script.as_str()])
-        .confine_writes(vec![]);
+        .sandbox(vec![]);
     let out = run(&guard(&fx), request).unwrap();
     let enforced = alembic_safety::spawn::landlock_available();
     eprintln!("landlock enforced on this kernel: {enforced}");
     assert_eq!(out.sandboxed, enforced);
-    assert!(
-        out.stdout.contains("inside=0") && out.stdout.contains("null=0"),
-        "{}",
-        out.stdout
-    );
+    for ok in ["inside=0", "read_inside=0", "read_system=0", "null=0"] {
+        assert!(out.stdout.contains(ok), "{ok}: {}", out.stdout);
+    }
     assert!(fx.path("inside.txt").exists());
     if enforced {
         assert!(
-            out.stdout.contains("outside=1") || out.stdout.contains("outside=2"),
+            !out.stdout.contains("outside=0") && !out.stdout.contains("read_outside=0"),
             "{}",
             out.stdout
         );
+        assert!(!out.stdout.contains(super::fixture::SECRET));
         assert!(!outside.exists(), "write outside the root got through");
     } else {
         assert!(outside.exists());
