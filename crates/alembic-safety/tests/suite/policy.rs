@@ -210,3 +210,18 @@ fn verdicts_serialise_for_the_cli_and_audit() {
         CommandVerdict::NeedsApproval { .. }
     ));
 }
+
+#[test]
+fn reasons_show_invisible_characters_escaped() {
+    let case = Case::new();
+    let policy = CommandPolicy::new();
+    for (script, shown) in [
+        ("ls\u{202e} txt.exe", "\\u{202e}"),
+        ("l\u{200b}s", "\\u{200b}"),
+    ] {
+        let verdict = policy.evaluate(script, &case.guard);
+        let reason = verdict.reason().unwrap();
+        assert!(reason.contains(shown), "{reason}");
+        assert!(!reason.contains(['\u{202e}', '\u{200b}']), "{reason}");
+    }
+}
