@@ -5,7 +5,6 @@
 //!   RESOLVE_NO_MAGICLINKS`, or a component walk that holds directory
 //!   handles). Writes refuse control paths (`.git/`, `.alembic/`, `.env*`,
 //!   lock files), symlinks and hard links.
-//!
 //! - [`CommandPolicy`] parses shell scripts with tree-sitter-bash and answers
 //!   [`CommandVerdict::Allow`] only for plain read-only commands on the safe
 //!   list, [`CommandVerdict::Deny`] (with a rule id) for catastrophic ones and
@@ -27,6 +26,20 @@
 //! assert!(guard.check(".git/config", Access::Write).is_err());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! # Layers and their limits
+//!
+//! The command policy is an approval aid, not the boundary: it proves a
+//! script harmless only in a narrow, parse-checked form and otherwise asks.
+//! What bounds a command that was allowed is [`spawn::run`]: Landlock (where
+//! the kernel has it, reported as `sandboxed`) limits writes to the root and
+//! the temp directory and reads to the root, the temp directory, system
+//! directories and toolchain homes. Known gaps, stated so nobody relies on
+//! them: Landlock cannot forbid writes to `.git/` inside the root (the policy
+//! and [`PathGuard`] do); a program that follows symlinks itself (`grep -R`)
+//! can read system files such as `/etc/passwd` through an in-root link; and
+//! without Landlock (old kernels) only the policy stands between an allowed
+//! read-only program and the rest of the file system.
 
 pub mod command;
 pub mod path;

@@ -1,8 +1,8 @@
 //! [`PathGuard`]: every file access of a tool, confined beneath the project root.
 //!
 //! Architecture invariant: confinement is decided by the kernel on directory
-//! handles (see [`resolve`]), never by comparing strings after `canonicalize`.
-//! The root is opened once, when the guard is built; renaming or replacing
+//! handles (openat2, or the component walk in `resolve.rs`), never by
+//! comparing strings after `canonicalize`. The root is opened once, when the guard is built; renaming or replacing
 //! the root directory later does not move the guard.
 
 mod error;
