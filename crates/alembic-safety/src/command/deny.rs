@@ -165,12 +165,16 @@ fn unwrap<'a>(name: &str, args: &'a [String]) -> &'a [String] {
 }
 
 fn program_rules(name: &str, args: &[String]) -> Option<Denial> {
+    host_rules(name, args).or_else(|| project_rules(name, args))
+}
+
+/// Rules about the machine: privileges, disks, power, processes.
+fn host_rules(name: &str, args: &[String]) -> Option<Denial> {
     match name {
         "sudo" | "doas" | "su" | "pkexec" | "run0" => deny(
             "privilege.escalation",
             format!("{name} runs commands with another user's privileges"),
         ),
-        "rm" => rm_rule(args),
         n if n.starts_with("mkfs")
             || matches!(
                 n,
@@ -209,6 +213,14 @@ fn program_rules(name: &str, args: &[String]) -> Option<Denial> {
             "process.kill_all",
             format!("{name} kills processes by name"),
         ),
+        _ => None,
+    }
+}
+
+/// Rules about files, repositories, networks and releases.
+fn project_rules(name: &str, args: &[String]) -> Option<Denial> {
+    match name {
+        "rm" => rm_rule(args),
         "chmod" | "chown" | "chgrp" => permission_rule(name, args),
         "git" => git_rule(args),
         "nc" | "ncat" | "netcat"
@@ -358,7 +370,9 @@ fn is_exec_config_key(key: &str) -> bool {
         || key.ends_with(".process")
 }
 
-fn git_rule(args: &[String]) -> Option<Denial> {
+/// Index of git's subcommand after the global options, or a denial for a
+/// `-c`/`--config-env` override that makes git run a program.
+fn git_global_options(args: &[String]) -> Result<usize, Denial> {
     let mut i = 0;
     while let Some(arg) = args.get(i) {
         if arg == "-c"
@@ -372,10 +386,10 @@ fn git_rule(args: &[String]) -> Option<Denial> {
             };
             let key = value.trim_start_matches("--config-env=");
             if arg.starts_with("--config-env") || is_exec_config_key(key) {
-                return deny(
-                    "git.config_exec",
-                    "git config overrides can make git run arbitrary programs",
-                );
+                return Err(Denial {
+                    rule: "git.config_exec",
+                    reason: "git config overrides can make git run arbitrary programs".into(),
+                });
             }
         }
         if !arg.starts_with('-') {
@@ -383,6 +397,14 @@ fn git_rule(args: &[String]) -> Option<Denial> {
         }
         i += if arg == "-c" || arg == "-C" { 2 } else { 1 };
     }
+    Ok(i)
+}
+
+fn git_rule(args: &[String]) -> Option<Denial> {
+    let i = match git_global_options(args) {
+        Ok(subcommand_at) => subcommand_at,
+        Err(denial) => return Some(denial),
+    };
     let sub = args.get(i)?.as_str();
     let rest = &args[i + 1..];
     let has = |flag: &str| rest.iter().any(|a| a == flag);
