@@ -69,12 +69,13 @@ pub struct CallIndex {
 impl CallIndex {
     pub(crate) fn build(graph: &ProjectGraph, files: &[&FileSummary]) -> CallIndex {
         let names = MethodNames::build(graph);
+        let mut lookups = Lookups::new(graph);
         let mut index = CallIndex::default();
         let mut seen: HashMap<(String, String), usize> = HashMap::new();
         for file in files {
             for call in &file.calls {
                 let caller = caller_key(file, call);
-                for (callee, confidence, resolution) in resolve(graph, &names, file, call) {
+                for (callee, confidence, resolution) in resolve(&mut lookups, &names, file, call) {
                     let target = callee
                         .clone()
                         .unwrap_or_else(|| format!("?{}", call.callee));
@@ -184,33 +185,63 @@ impl MethodNames {
 
 type Resolved = Vec<(Option<String>, f32, Resolution)>;
 
+/// Memoised method lookups: a big project makes hundreds of thousands of calls on a few
+/// thousand (type, method) pairs, and one lookup walks the type's whole ancestry.
+struct Lookups<'g> {
+    graph: &'g ProjectGraph,
+    memo: HashMap<(String, String), Option<String>>,
+}
+
+impl<'g> Lookups<'g> {
+    fn new(graph: &'g ProjectGraph) -> Lookups<'g> {
+        Lookups {
+            graph,
+            memo: HashMap::new(),
+        }
+    }
+
+    /// Key of `method` as found on `type_name` or its ancestors.
+    fn method(&mut self, type_name: &str, method: &str) -> Option<String> {
+        let graph = self.graph;
+        self.memo
+            .entry((type_name.to_string(), method.to_string()))
+            .or_insert_with(|| {
+                graph
+                    .lookup_method(type_name, method)
+                    .map(|(t, m)| method_key(&t.name, &m.name))
+            })
+            .clone()
+    }
+
+    fn on_type(&mut self, t: &str, call: &CallSite, confidence: f32) -> Option<Resolved> {
+        let key = self.method(t, &call.callee)?;
+        Some(vec![(Some(key), confidence, Resolution::ReceiverType)])
+    }
+}
+
 fn resolve(
-    graph: &ProjectGraph,
+    lookups: &mut Lookups,
     names: &MethodNames,
     file: &FileSummary,
     call: &CallSite,
 ) -> Resolved {
-    let on_type = |t: &str, confidence: f32| -> Option<Resolved> {
-        let (info, m) = graph.lookup_method(t, &call.callee)?;
-        Some(vec![(
-            Some(method_key(&info.name, &m.name)),
-            confidence,
-            Resolution::ReceiverType,
-        )])
-    };
+    let graph = lookups.graph;
     let found = match call.receiver_kind {
-        ReceiverKind::SelfRef => call.receiver_type.as_deref().and_then(|t| on_type(t, 0.95)),
+        ReceiverKind::SelfRef => call
+            .receiver_type
+            .as_deref()
+            .and_then(|t| lookups.on_type(t, call, 0.95)),
         ReceiverKind::Super => call
             .caller_type
             .as_deref()
             .and_then(|t| graph.types.get(t))
             .and_then(|t| t.superclass.clone())
-            .and_then(|s| on_type(&s, 0.95)),
+            .and_then(|s| lookups.on_type(&s, call, 0.95)),
         ReceiverKind::Typed | ReceiverKind::TypeName => {
             let t = call.receiver_type.as_deref().unwrap_or("");
-            constructor(graph, t, &call.callee).or_else(|| on_type(t, 0.9))
+            constructor(graph, t, &call.callee).or_else(|| lookups.on_type(t, call, 0.9))
         }
-        ReceiverKind::None => bare_call(graph, file, call),
+        ReceiverKind::None => bare_call(lookups, file, call),
         ReceiverKind::Unknown => None,
     };
     if let Some(found) = found {
@@ -262,22 +293,22 @@ fn constructor(graph: &ProjectGraph, type_name: &str, callee: &str) -> Option<Re
     None
 }
 
-fn bare_call(graph: &ProjectGraph, file: &FileSummary, call: &CallSite) -> Option<Resolved> {
+fn bare_call(lookups: &mut Lookups, file: &FileSummary, call: &CallSite) -> Option<Resolved> {
+    let graph = lookups.graph;
     if graph.types.contains_key(&call.callee) {
         return constructor(graph, &call.callee, &call.callee);
     }
     if let Some(t) = call.caller_type.as_deref()
-        && let Some((info, m)) = graph.lookup_method(t, &call.callee)
+        && let Some(key) = lookups.method(t, &call.callee)
     {
-        return Some(vec![(
-            Some(method_key(&info.name, &m.name)),
-            0.85,
-            Resolution::ImplicitSelf,
-        )]);
+        return Some(vec![(Some(key), 0.85, Resolution::ImplicitSelf)]);
     }
     let candidates = graph.functions.get(&call.callee)?;
     if let Some(f) = candidates.iter().find(|f| f.file == file.path) {
         return Some(vec![(Some(f.key.clone()), 0.9, Resolution::SameFile)]);
+    }
+    if candidates.len() > MAX_CANDIDATES {
+        return None;
     }
     spread(candidates.iter().map(|f| f.key.clone()).collect(), 0.8)
 }
@@ -288,7 +319,14 @@ fn by_name(
     file: &FileSummary,
     call: &CallSite,
 ) -> Option<Resolved> {
-    let mut keys: Vec<String> = names.methods.get(&call.callee).cloned().unwrap_or_default();
+    let methods = names
+        .methods
+        .get(&call.callee)
+        .map_or(&[][..], Vec::as_slice);
+    if methods.len() > MAX_CANDIDATES {
+        return None;
+    }
+    let mut keys: Vec<String> = methods.to_vec();
     // `pkg.Func()` / `module.func()` call free functions in Go and Python; elsewhere a
     // receiver means a method (`console.log` is not the project's `log`).
     let module_call = matches!(file.language, Lang::Go | Lang::Python)
@@ -298,6 +336,7 @@ fn by_name(
         });
     if (call.receiver.is_none() || module_call)
         && let Some(fs) = graph.functions.get(&call.callee)
+        && fs.len() <= MAX_CANDIDATES
     {
         keys.extend(fs.iter().map(|f| f.key.clone()));
     }

@@ -226,9 +226,10 @@ fn import_target<'a>(
     let normalized = strip_known_extension(normalized);
     let stem = normalized.rsplit('/').next()?;
     let candidates = by_stem.get(stem)?;
+    let suffix = format!("/{normalized}");
     let matches = |p: &&&str| {
         let without_ext = p.rsplit_once('.').map_or(**p, |(a, _)| a);
-        without_ext == normalized || without_ext.ends_with(&format!("/{normalized}"))
+        without_ext == normalized || without_ext.ends_with(&suffix)
     };
     candidates
         .iter()

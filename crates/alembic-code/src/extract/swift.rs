@@ -96,7 +96,9 @@ fn function(w: &Walker, node: Node) -> Found {
     };
     let body = node.child_by_field_name("body");
     let is_static = w.has_modifier(node, &["modifiers"], "static")
-        || w.has_modifier(node, &["modifiers"], "class");
+        || w.has_modifier(node, &["modifiers"], "class")
+        || w.has_child_text(node, "class")
+        || w.has_child_text(node, "static");
     let mut method = w.method(node, name, body, is_static);
     method.is_optional = w.has_modifier(node, &["modifiers"], "optional");
     Found::Function {
