@@ -144,9 +144,23 @@ fn toolchains_section(guard: &PathGuard) -> Map<String, Value> {
 }
 
 fn git_section(guard: &PathGuard) -> Value {
-    let Some(branch) = probe(guard, "git", &["rev-parse", "--abbrev-ref", "HEAD"], true) else {
+    let inside = probe(guard, "git", &["rev-parse", "--is-inside-work-tree"], true);
+    if inside.as_deref() != Some("true") {
         return json!({"repository": false});
-    };
+    }
+    // symbolic-ref also names the branch of a repository without commits; a
+    // detached HEAD has no symbolic name, so show the commit instead.
+    let branch = probe(
+        guard,
+        "git",
+        &["symbolic-ref", "--short", "-q", "HEAD"],
+        true,
+    )
+    .or_else(|| {
+        probe(guard, "git", &["rev-parse", "--short", "HEAD"], true)
+            .map(|c| format!("(detached at {c})"))
+    })
+    .unwrap_or_default();
     let status = git_full(guard, &["status", "--porcelain"]).unwrap_or_default();
     let changed = status.lines().filter(|l| !l.trim().is_empty()).count();
     let last_commit = probe(guard, "git", &["log", "-1", "--format=%h %s (%cr)"], true);

@@ -210,3 +210,21 @@ async fn environment_info_reports_git_without_credentials_or_variables() {
         vec!["os"]
     );
 }
+
+#[tokio::test]
+async fn environment_info_names_the_branch_of_a_repository_without_commits() {
+    let h = Harness::new();
+    h.sh("git init -q -b trunk .");
+    let outcome = h
+        .call("get_environment_info", json!({"sections": ["git"]}))
+        .await;
+    let git = &data(&outcome)["git"];
+    assert_eq!(git["repository"], true);
+    assert_eq!(git["branch"], "trunk");
+    assert_eq!(git["lastCommit"], Value::Null);
+    let h = Harness::new();
+    let outcome = h
+        .call("get_environment_info", json!({"sections": ["git"]}))
+        .await;
+    assert_eq!(data(&outcome)["git"], json!({"repository": false}));
+}
