@@ -77,10 +77,9 @@ impl PolicySafetyCheck {
                 match self.services.guard.check(value, access) {
                     // A missing file is the tool's own error to report, not a safety matter.
                     Ok(_) | Err(PathError::NotFound { .. } | PathError::NotADirectory { .. }) => {}
-                    Err(e)
-                        if e.is_confinement()
-                            || matches!(e, PathError::Empty | PathError::TooLong { .. }) =>
-                    {
+                    // Empty or odd values may mean "the root" to a tool; only
+                    // confinement is a safety matter.
+                    Err(e) if e.is_confinement() => {
                         return path_denial(key, &e);
                     }
                     Err(_) => {}

@@ -228,3 +228,45 @@ async fn environment_info_names_the_branch_of_a_repository_without_commits() {
         .await;
     assert_eq!(data(&outcome)["git"], json!({"repository": false}));
 }
+
+#[tokio::test]
+async fn the_gate_checks_path_arguments_of_other_file_tools() {
+    use alembic_tools::{EffectClass, ToolDefinition, ToolModule, ToolOutput, handler_fn};
+    let fx = Fixture::new();
+    fx.symlink("../outside/secret.txt", "leak");
+    let registry = Arc::new(ToolRegistry::new());
+    let schema = json!({"type": "object", "properties": {
+        "filePath": {"type": "string"}, "filePaths": {"type": "array", "items": {"type": "string"}}}});
+    registry
+        .register(ToolDefinition::new(
+            "peek",
+            "test reader",
+            schema,
+            ToolModule::ProjectAccess,
+            EffectClass::ReadsProjectFiles,
+            handler_fn(|_args, _ctx| async move { Ok(ToolOutput::new(json!({}), "read")) }),
+        ))
+        .unwrap();
+    let check = PolicySafetyCheck::for_root(&fx.root).unwrap();
+    let pipeline = Pipeline::builder(registry, &fx.root)
+        .safety(Arc::new(check))
+        .build();
+    let call = |args: Value| {
+        let caller = Caller::new("test", Allowlist::only(["peek"]));
+        pipeline.execute(ToolCall::new("peek", args, caller))
+    };
+    assert!(call(json!({"filePath": "README.md"})).await.is_ok());
+    assert!(
+        call(json!({"filePath": "missing.md"})).await.is_ok(),
+        "missing files are the tool's business"
+    );
+    for args in [
+        json!({"filePath": "leak"}),
+        json!({"filePath": "/etc/passwd"}),
+        json!({"filePaths": ["README.md", "../outside/secret.txt"]}),
+    ] {
+        let outcome = call(args.clone()).await;
+        assert_eq!(outcome.status, OutcomeStatus::Blocked, "{args}");
+        assert_eq!(outcome.rule.as_deref(), Some("path.escape"), "{args}");
+    }
+}
