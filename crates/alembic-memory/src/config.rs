@@ -56,6 +56,8 @@ pub struct RetrievalConfig {
     pub ranking: Ranking,
     /// Width of a relevance band for [`Ranking::Banded`], on the normalised 0..1 scale.
     pub rerank_band: f64,
+    /// BM25 weight of a memory's context relative to its content (1.0).
+    pub context_weight: f64,
     /// Share of the lexical channel when an embedder is configured (the rest is cosine).
     pub lexical_share: f64,
     /// Cosine below which a memory without lexical match counts as irrelevant (relevance floor).
@@ -73,6 +75,7 @@ impl Default for RetrievalConfig {
             recency_half_life_days: 7.0,
             ranking: Ranking::Banded,
             rerank_band: 0.05,
+            context_weight: 0.3,
             lexical_share: 0.5,
             min_cosine: 0.25,
             candidate_pool: 200,

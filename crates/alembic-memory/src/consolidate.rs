@@ -220,6 +220,7 @@ impl MemoryConsolidator {
         let Some(q) = fts_query(&candidate.content) else {
             return Ok(Vec::new());
         };
+        let q = format!("search_text : ({q})");
         let sql = format!(
             "select {} from semantic_memories_fts f join semantic_memories m on m.seq = f.rowid
              where semantic_memories_fts match :q and m.scope = :scope and m.type = :kind

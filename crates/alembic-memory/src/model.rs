@@ -76,6 +76,9 @@ pub struct Memory {
     pub source_dimension: Option<String>,
     /// Where the memory came from (a session, a file, "merge:<id>", a dialog turn id …).
     pub provenance: Option<String>,
+    /// Text around the memory that helps find it (searched with a lower weight, not shown).
+    #[serde(default)]
+    pub context: Option<String>,
     /// Set when the memory was archived for lack of access; archived memories leave retrieval.
     pub archived_at: Option<i64>,
     /// Since when the memory holds.
@@ -109,6 +112,8 @@ pub struct NewMemory {
     pub ttl_days: Option<f64>,
     pub source_dimension: Option<String>,
     pub provenance: Option<String>,
+    /// Text around the memory that helps find it, e.g. the preceding dialog turn.
+    pub context: Option<String>,
     pub tags: Vec<String>,
     /// When the fact started to hold; defaults to now. Importers and benchmarks set it.
     pub valid_from: Option<i64>,
@@ -125,6 +130,7 @@ impl Default for NewMemory {
             ttl_days: None,
             source_dimension: None,
             provenance: None,
+            context: None,
             tags: Vec::new(),
             valid_from: None,
         }
@@ -167,6 +173,11 @@ impl NewMemory {
 
     pub fn with_provenance(mut self, provenance: impl Into<String>) -> Self {
         self.provenance = Some(provenance.into());
+        self
+    }
+
+    pub fn with_context_text(mut self, context: impl Into<String>) -> Self {
+        self.context = Some(context.into());
         self
     }
 

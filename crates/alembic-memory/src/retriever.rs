@@ -147,12 +147,12 @@ impl MemoryRetriever {
             return Ok(Vec::new());
         };
         let sql = format!(
-            "select m.seq, -bm25(semantic_memories_fts) from semantic_memories_fts f
+            "select m.seq, -bm25(semantic_memories_fts, 1.0, :ctx_weight) from semantic_memories_fts f
              join semantic_memories m on m.seq = f.rowid
              where semantic_memories_fts match :q
                and (:scope is null or m.scope = :scope) and (:kind is null or m.type = :kind)
                and {ACTIVE}
-             order by bm25(semantic_memories_fts) limit :pool"
+             order by bm25(semantic_memories_fts, 1.0, :ctx_weight) limit :pool"
         );
         let mut stmt = pm.conn.prepare_cached(&sql)?;
         let rows = stmt
@@ -164,6 +164,7 @@ impl MemoryRetriever {
                     ":now": now,
                     ":cutoff": pm.archive_cutoff(now),
                     ":pool": self.config.candidate_pool as i64,
+                    ":ctx_weight": self.config.context_weight,
                 },
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )?

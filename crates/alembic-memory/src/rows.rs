@@ -8,7 +8,7 @@ use crate::text::index_text;
 
 pub(crate) const COLUMNS: &str = "id, scope, type, content, source, importance, access_count, \
      last_accessed, created, updated, expires_at, source_dimension, provenance, archived_at, \
-     valid_from, valid_to, superseded_by, tags";
+     valid_from, valid_to, superseded_by, tags, context";
 
 /// SQL condition (on alias `m`) for memories that retrieval may return at `?now`
 /// given the archive cut-off `?cutoff`.
@@ -50,6 +50,7 @@ fn raw(row: &Row<'_>) -> rusqlite::Result<RawRow> {
             valid_to: row.get(15)?,
             superseded_by: row.get(16)?,
             tags: Vec::new(),
+            context: row.get(18)?,
         },
     })
 }
@@ -97,8 +98,8 @@ pub(crate) fn insert(conn: &Connection, m: &Memory) -> Result<i64, MemoryError> 
     let mut stmt = conn.prepare_cached(
         "insert into semantic_memories (id, scope, type, content, search_text, source, importance,
              access_count, last_accessed, created, updated, expires_at, source_dimension, provenance,
-             archived_at, valid_from, valid_to, superseded_by, tags)
-         values (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
+             archived_at, valid_from, valid_to, superseded_by, tags, context, context_search)
+         values (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
     )?;
     stmt.execute(params![
         m.id,
@@ -120,6 +121,8 @@ pub(crate) fn insert(conn: &Connection, m: &Memory) -> Result<i64, MemoryError> 
         m.valid_to,
         m.superseded_by,
         serde_json::to_string(&m.tags).unwrap_or_else(|_| "[]".into()),
+        m.context,
+        index_text(m.context.as_deref().unwrap_or("")),
     ])?;
     Ok(conn.last_insert_rowid())
 }

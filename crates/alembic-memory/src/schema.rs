@@ -6,9 +6,10 @@ use alembic_store::Migration;
 pub const COMPONENT: &str = "memory";
 
 /// The memory schema. Never edit a released step; append a new one.
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    sql: r#"
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        sql: r#"
 create table semantic_memories (
     seq integer primary key,
     id text not null unique,
@@ -64,4 +65,40 @@ create table memory_vectors (
     vector blob not null
 );
 "#,
-}];
+    },
+    Migration {
+        version: 2,
+        sql: r#"
+-- context: text around a memory (the preceding dialog turn, the paragraph it came from) that
+-- helps find it; indexed in a second FTS column with a lower weight, never shown as content
+alter table semantic_memories add column context text;
+alter table semantic_memories add column context_search text not null default '';
+drop trigger semantic_memories_fts_insert;
+drop trigger semantic_memories_fts_delete;
+drop trigger semantic_memories_fts_update;
+drop table semantic_memories_fts;
+create virtual table semantic_memories_fts using fts5(
+    search_text,
+    context_search,
+    content = 'semantic_memories',
+    content_rowid = 'seq',
+    tokenize = 'porter unicode61 remove_diacritics 2'
+);
+insert into semantic_memories_fts (semantic_memories_fts) values ('rebuild');
+create trigger semantic_memories_fts_insert after insert on semantic_memories begin
+    insert into semantic_memories_fts (rowid, search_text, context_search)
+        values (new.seq, new.search_text, new.context_search);
+end;
+create trigger semantic_memories_fts_delete after delete on semantic_memories begin
+    insert into semantic_memories_fts (semantic_memories_fts, rowid, search_text, context_search)
+        values ('delete', old.seq, old.search_text, old.context_search);
+end;
+create trigger semantic_memories_fts_update after update of search_text, context_search on semantic_memories begin
+    insert into semantic_memories_fts (semantic_memories_fts, rowid, search_text, context_search)
+        values ('delete', old.seq, old.search_text, old.context_search);
+    insert into semantic_memories_fts (rowid, search_text, context_search)
+        values (new.seq, new.search_text, new.context_search);
+end;
+"#,
+    },
+];

@@ -173,6 +173,7 @@ impl PersistentMemory {
             expires_at: input.ttl_days.map(|d| now + (d * DAY_MS as f64) as i64),
             source_dimension: input.source_dimension.clone(),
             provenance: input.provenance.clone(),
+            context: input.context.clone(),
             archived_at: None,
             valid_from,
             valid_to: None,

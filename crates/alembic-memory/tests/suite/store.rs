@@ -17,7 +17,7 @@ fn migrations_are_versioned_and_idempotent() {
     alembic_memory::PersistentMemory::open_project(dir.path(), MemoryConfig::default()).unwrap();
     assert_eq!(
         alembic_store::schema_version(&conn, alembic_memory::SCHEMA_COMPONENT).unwrap(),
-        1
+        2
     );
 }
 
