@@ -79,6 +79,7 @@ impl ProjectRuntime {
         let config = ProjectConfig::load(&root)?;
         let registry = Arc::new(ToolRegistry::new());
         register_builtin_tools(&registry)?;
+        load_forged_tools(&registry, &root, &config);
         let services = build_services(&root, &config)?;
         let safety =
             alembic_safety::PolicySafetyCheck::for_root(&root).map_err(RuntimeError::Setup)?;
@@ -145,4 +146,21 @@ fn project_root(root: &Path) -> Result<PathBuf, RuntimeError> {
     std::path::absolute(root).map_err(|_| RuntimeError::NoProject {
         path: root.to_path_buf(),
     })
+}
+
+/// Registers the project's saved forged tools (`.alembic/tools/`, see `alembic forge`). A broken
+/// file is logged and skipped, so one bad tool never stops the runtime; a forged tool never
+/// replaces a built-in.
+pub fn load_forged_tools(
+    registry: &Arc<ToolRegistry>,
+    root: &Path,
+    config: &ProjectConfig,
+) -> alembic_forge::store::LoadReport {
+    let temporary = alembic_forge::TemporaryToolRegistry::new(Arc::clone(registry));
+    let generate = alembic_forge::generate::generate_enabled_here(config.section("forge"));
+    let report = alembic_forge::store::load_into(registry, &temporary, root, generate);
+    for error in &report.errors {
+        tracing::warn!("forged tool not loaded: {error}");
+    }
+    report
 }

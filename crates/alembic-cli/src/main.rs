@@ -46,6 +46,9 @@ enum Command {
     /// Explain the safety verdict for a command or a path (runs and touches nothing)
     #[command(subcommand)]
     Safety(cmd::safety::SafetyCommand),
+    /// Forge tools: reuse with pre-filled arguments, compose, generate (sandboxed), save, promote
+    #[command(subcommand)]
+    Forge(cmd::forge::ForgeCommand),
 }
 
 fn main() {
@@ -57,6 +60,7 @@ fn main() {
         Command::Audit(c) => cmd::audit::run(c),
         Command::Index(a) => cmd::index::run(a),
         Command::Safety(c) => cmd::safety::run(c),
+        Command::Forge(c) => cmd::forge::run(c),
     };
     std::process::exit(exit::report(result));
 }
