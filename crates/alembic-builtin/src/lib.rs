@@ -63,12 +63,15 @@ pub fn register_builtin_tools(registry: &ToolRegistry) -> Result<(), RegistryErr
     alembic_tools::meta::register_tools(registry)?;
     alembic_code::register_tools(registry)?;
     alembic_safety::register_tools(registry)?;
+    alembic_context::tools::register_tools(registry)?;
     Ok(())
 }
 
 /// Shared state handed to tool handlers. Each domain crate adds what its tools need.
 fn build_services(_root: &Path, _config: &ProjectConfig) -> Result<Services, RuntimeError> {
-    let builder = Services::builder();
+    let mut builder = Services::builder();
+    // Agent runs attach their working memory here; the memory tools (note_finding…) find it.
+    builder.add(Arc::new(alembic_context::LoopDirectory::default()));
     Ok(builder.build())
 }
 
@@ -125,6 +128,16 @@ impl ProjectRuntime {
             b = b.audit(Arc::clone(audit) as Arc<dyn alembic_tools::AuditSink>);
         }
         b
+    }
+
+    /// The directory agent runs attach their working memory to (a service of every pipeline).
+    pub fn loop_directory(&self) -> Option<Arc<alembic_context::LoopDirectory>> {
+        self.services.get::<alembic_context::LoopDirectory>()
+    }
+
+    /// The project's safety policy, for callers that wrap it (the agent runtime).
+    pub fn safety(&self) -> Arc<dyn SafetyCheck> {
+        Arc::clone(&self.safety)
     }
 
     /// Waits until every audit record written so far is on disk.

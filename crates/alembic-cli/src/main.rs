@@ -46,6 +46,10 @@ enum Command {
     /// Explain the safety verdict for a command or a path (runs and touches nothing)
     #[command(subcommand)]
     Safety(cmd::safety::SafetyCommand),
+    /// Ask the agent one question about the project (answer, then a short trace)
+    Ask(cmd::ask::AskArgs),
+    /// Talk with the agent about the project (/tools, /memory, /exit)
+    Chat(cmd::chat::ChatArgs),
     /// Forge tools: reuse with pre-filled arguments, compose, generate (sandboxed), save, promote
     #[command(subcommand)]
     Forge(cmd::forge::ForgeCommand),
@@ -60,6 +64,8 @@ fn main() {
         Command::Audit(c) => cmd::audit::run(c),
         Command::Index(a) => cmd::index::run(a),
         Command::Safety(c) => cmd::safety::run(c),
+        Command::Ask(a) => cmd::ask::run(a),
+        Command::Chat(a) => cmd::chat::run(a),
         Command::Forge(c) => cmd::forge::run(c),
     };
     std::process::exit(exit::report(result));

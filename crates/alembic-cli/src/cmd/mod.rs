@@ -1,6 +1,8 @@
 //! One module per command group.
 
+pub mod ask;
 pub mod audit;
+pub mod chat;
 pub mod forge;
 pub mod index;
 pub mod init;

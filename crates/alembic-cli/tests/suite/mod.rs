@@ -1,3 +1,4 @@
+mod agent_cli;
 mod audit_cli;
 mod index_cli;
 mod safety_cli;

@@ -1,0 +1,164 @@
+//! `alembic chat`: a conversation with the agent, one question per line.
+//!
+//! Commands: `/tools` (the preset's tools), `/memory` (long-term memories recalled for the last
+//! question, and the most recent ones), `/help`, `/exit` (or end of input).
+
+use std::io::{BufRead as _, Write as _};
+
+use alembic_agent::{AgentPreset, AgentRuntime, RunRequest};
+use alembic_memory::{ListFilter, RetrieveOptions};
+use clap::Args;
+
+use super::ask::{ModelArgs, ask_once, open_agent, print_answer, printer};
+use crate::exit::Exit;
+use crate::{CmdResult, ProjectArgs};
+
+/// Earlier turns carried into the next question's memory prompt.
+const CONVERSATION_TURNS: usize = 6;
+/// Characters of an earlier answer carried along.
+const ANSWER_CHARS: usize = 300;
+
+const HELP: &str = "Ask a question about the project, or:\n  /tools   the tools the agent may use\n  /memory  long-term memories (recalled for the last question, and the newest)\n  /exit    leave (Ctrl-D works too)";
+
+#[derive(Debug, Args)]
+pub struct ChatArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub project: ProjectArgs,
+}
+
+/// What the conversation remembers between questions.
+#[derive(Debug, Default)]
+struct Conversation {
+    turns: Vec<(String, String)>,
+}
+
+impl Conversation {
+    fn summary(&self) -> Option<String> {
+        if self.turns.is_empty() {
+            return None;
+        }
+        let start = self.turns.len().saturating_sub(CONVERSATION_TURNS);
+        let lines: Vec<String> = self.turns[start..]
+            .iter()
+            .map(|(q, a)| {
+                let a: String = a.chars().take(ANSWER_CHARS).collect();
+                format!("Q: {q}\nA: {}", a.replace('\n', " "))
+            })
+            .collect();
+        Some(lines.join("\n"))
+    }
+
+    fn last_question(&self) -> Option<&str> {
+        self.turns.last().map(|(q, _)| q.as_str())
+    }
+}
+
+pub fn run(args: ChatArgs) -> CmdResult {
+    let stream = !args.model.no_stream;
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(async {
+        let (agent, project) = open_agent(&args.project.project, &args.model, stream)?;
+        let agent = agent.with_events(printer(stream));
+        let preset = AgentPreset::from_name(&args.model.preset);
+        eprintln!(
+            "alembic chat · {} {} · preset {} · /help for commands",
+            agent.provider().name(),
+            agent.provider().model(),
+            preset.name()
+        );
+        let result = repl(&agent, &preset, stream).await;
+        project.flush_audit()?;
+        result?;
+        Ok(Exit::Ok)
+    })
+}
+
+async fn repl(agent: &AgentRuntime, preset: &AgentPreset, stream: bool) -> anyhow::Result<()> {
+    let mut conversation = Conversation::default();
+    let stdin = std::io::stdin();
+    loop {
+        print!("› ");
+        std::io::stdout().flush()?;
+        let mut line = String::new();
+        if stdin.lock().read_line(&mut line)? == 0 {
+            println!();
+            return Ok(());
+        }
+        let line = line.trim();
+        match line {
+            "" => continue,
+            "/exit" | "/quit" => return Ok(()),
+            "/help" => println!("{HELP}"),
+            "/tools" => print_tools(agent, preset)?,
+            "/memory" => print_memory(agent, conversation.last_question()),
+            command if command.starts_with('/') => {
+                println!("unknown command {command}; {HELP}");
+            }
+            question => {
+                let mut request = RunRequest::new(question, preset.clone());
+                request.conversation = conversation.summary();
+                match ask_once(agent, &request).await {
+                    Ok(report) => {
+                        print_answer(&report, stream);
+                        conversation
+                            .turns
+                            .push((question.to_string(), report.answer));
+                    }
+                    // One failed question does not end the conversation.
+                    Err(e) => eprintln!("error: {e:#}"),
+                }
+            }
+        }
+    }
+}
+
+fn print_tools(agent: &AgentRuntime, preset: &AgentPreset) -> anyhow::Result<()> {
+    for (stage, tools) in agent.stage_tools(preset)? {
+        println!("{stage} ({} tools): {}", tools.len(), tools.join(", "));
+    }
+    Ok(())
+}
+
+fn print_memory(agent: &AgentRuntime, last_question: Option<&str>) {
+    let Some(memory) = agent.memory() else {
+        println!("long-term memory is not available");
+        return;
+    };
+    let mut store = memory.lock();
+    if let Some(q) = last_question {
+        let options = RetrieveOptions {
+            limit: 5,
+            touch: false,
+            ..RetrieveOptions::default()
+        };
+        match store.retrieve(q, &options) {
+            Ok(hits) if !hits.is_empty() => {
+                println!("recalled for \"{q}\":");
+                for h in hits {
+                    println!(
+                        "  [{}] {} (score {:.2})",
+                        h.memory.kind, h.memory.content, h.score
+                    );
+                }
+            }
+            Ok(_) => println!("nothing recalled for \"{q}\""),
+            Err(e) => println!("recall failed: {e}"),
+        }
+    }
+    let filter = ListFilter {
+        limit: Some(5),
+        ..ListFilter::default()
+    };
+    match store.list(&filter) {
+        Ok(recent) if recent.is_empty() => println!("no long-term memories yet"),
+        Ok(recent) => {
+            println!("newest:");
+            for m in recent {
+                println!("  [{}] {} (importance {})", m.kind, m.content, m.importance);
+            }
+        }
+        Err(e) => println!("listing memories failed: {e}"),
+    }
+}
