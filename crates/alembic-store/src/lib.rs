@@ -245,10 +245,16 @@ mod tests {
             },
         ];
         let err = migrate(&mut conn, "c", &bad).unwrap_err();
-        assert!(matches!(err, StoreError::Migration { version: 2, .. }), "{err}");
+        assert!(
+            matches!(err, StoreError::Migration { version: 2, .. }),
+            "{err}"
+        );
         assert_eq!(schema_version(&conn, "c").unwrap(), 1);
         // the half of step 2 that did run was rolled back
-        assert!(conn.execute("insert into a (x, y) values (1, 'z')", []).is_err());
+        assert!(
+            conn.execute("insert into a (x, y) values (1, 'z')", [])
+                .is_err()
+        );
     }
 
     #[test]
@@ -256,7 +262,14 @@ mod tests {
         let mut conn = open_in_memory().unwrap();
         migrate(&mut conn, "c", &STEPS).unwrap();
         let err = migrate(&mut conn, "c", &STEPS[..1]).unwrap_err();
-        assert!(matches!(err, StoreError::TooNew { found: 2, known: 1, .. }));
+        assert!(matches!(
+            err,
+            StoreError::TooNew {
+                found: 2,
+                known: 1,
+                ..
+            }
+        ));
     }
 
     #[test]
