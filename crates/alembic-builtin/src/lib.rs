@@ -18,8 +18,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use alembic_tools::{
-    AuditError, AuditLog, Caller, Pipeline, PresetError, RegistryError,
-    SafetyCheck, Services, ToolRegistry,
+    AuditError, AuditLog, Caller, Pipeline, PresetError, RegistryError, SafetyCheck, Services,
+    ToolRegistry,
 };
 
 pub use config::{ConfigError, DEFAULT_CONFIG, ProjectConfig};
