@@ -33,6 +33,8 @@ pub struct AgentOptions {
     /// Pause before retrying a round after a failed model call (reference: 2 s).
     pub strike_pause: Duration,
     pub max_output_tokens: Option<u32>,
+    /// Token budget of the message window; `None` takes it from the model's context size.
+    pub context_budget: Option<usize>,
     /// Milliseconds clock for the session cache.
     pub clock: MillisClock,
 }
@@ -58,6 +60,7 @@ impl Default for AgentOptions {
             keep_importance: DEFAULT_KEEP_IMPORTANCE,
             strike_pause: Duration::from_secs(2),
             max_output_tokens: Some(4096),
+            context_budget: None,
             clock: Arc::new(|| {
                 SystemTime::now()
                     .duration_since(UNIX_EPOCH)

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use alembic_context::{
     ActiveContext, ContextWindow, ExitDecision, ExplorationBudget, ExplorationTracker, LoopMemory,
-    Message as WindowMessage, RunKind, TextVerdict, ToolChoice as PhaseChoice,
+    Message as WindowMessage, RunKind, TextVerdict, TokenMeter, ToolChoice as PhaseChoice,
 };
 use alembic_llm::{
     ChatRequest, ChatResponse, ErrorStrikes, LlmError, StreamEvent, StrikeVerdict, ToolCall,
@@ -124,7 +124,11 @@ impl<'a> StageLoop<'a> {
         } else {
             RunKind::User
         };
-        let window = ContextWindow::for_model(task, ctx.provider.model(), kind);
+        let model = ctx.provider.model();
+        let window = match ctx.options.context_budget {
+            Some(budget) => ContextWindow::new(task, budget, TokenMeter::for_model(model)),
+            None => ContextWindow::for_model(task, model, kind),
+        };
         let memory = LoopMemory::new(
             Arc::clone(ctx.coordinator),
             ctx.scope.clone(),

@@ -296,3 +296,70 @@ async fn insight_runs_an_analyst_then_a_producer_with_the_distilled_findings() {
         vec!["PaymentCoordinator owns a PaymentRepository"]
     );
 }
+
+#[tokio::test]
+async fn the_window_is_compacted_before_requests_and_keeps_the_question_first() {
+    let mut h = Harness::new(ProviderKind::OpenAi).await;
+    h.options.context_budget = Some(9000);
+    let big: String = (0..400)
+        .map(|i| {
+            format!("    func step{i}() {{ repository.load(); /* padding padding padding */ }}\n")
+        })
+        .collect();
+    std::fs::write(h.project.path().join("Payment/Big.swift"), big).unwrap();
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = calls.clone();
+    h.server.respond_with(move |_| {
+        let n = seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if n < 6 {
+            FakeTurn::new()
+                .tool_call(&format!("r{n}"), "read_project_file", json!({"filePath": "Payment/Big.swift", "startLine": 1 + n * 60, "maxLines": 60}))
+                .into()
+        } else {
+            FakeTurn::text("Big.swift is a long list of steps.").into()
+        }
+    });
+    let report = h.ask("chat", "What is in Big.swift?").await;
+    assert_eq!(report.answer, "Big.swift is a long list of steps.");
+    assert_eq!(report.tool_calls.len(), 6);
+    let requests = h.requests();
+    let last = requests.last().cloned().unwrap();
+    assert_eq!(
+        user_messages(&last)[0],
+        "What is in Big.swift?",
+        "messages[0] stays the task"
+    );
+    // The first read went out whole, then L1 cut it once the window filled up; later reads
+    // got smaller quotas as usage grew.
+    let first_read_then = requests[1].tool_results()[0].chars().count();
+    let first_read_now = last.tool_results()[0].chars().count();
+    assert!(first_read_then > 2000, "{first_read_then}");
+    assert!(
+        first_read_now < 1000,
+        "L1 truncated the oldest result: {first_read_now}"
+    );
+    let quotas: Vec<usize> = last
+        .tool_results()
+        .iter()
+        .map(|r| r.chars().count())
+        .collect();
+    assert!(
+        quotas[3] < quotas[2],
+        "quota shrinks with usage: {quotas:?}"
+    );
+}
+
+#[tokio::test]
+async fn gemini_thought_signatures_are_sent_back_with_their_calls() {
+    let h = Harness::new(ProviderKind::Gemini).await;
+    h.server
+        .push(
+            FakeTurn::new()
+                .tool_call("g1", "list_project_structure", json!({}))
+                .with_thought_signature("sig-abc"),
+        )
+        .push(FakeTurn::text("Done."));
+    h.ask("chat", "List").await;
+    let body = serde_json::to_string(&h.requests()[1].body).unwrap();
+    assert!(body.contains("\"thoughtSignature\":\"sig-abc\""), "{body}");
+}
