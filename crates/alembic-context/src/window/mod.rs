@@ -71,8 +71,12 @@ pub struct ContextWindow {
     budget: usize,
     meter: TokenMeter,
     system_prompt: String,
+    system_tokens: usize,
     tool_schema_tokens: usize,
     messages: Vec<Message>,
+    /// Token cost of each message, kept in step with `messages` (counting is the expensive
+    /// part with an exact tokenizer, so each message is counted once).
+    costs: Vec<usize>,
     has_record: bool,
     summaries: Vec<String>,
     folded_summaries: usize,
@@ -84,12 +88,16 @@ pub struct ContextWindow {
 impl ContextWindow {
     /// A window of `budget` tokens whose first message is the task `prompt`.
     pub fn new(prompt: impl Into<String>, budget: usize, meter: TokenMeter) -> ContextWindow {
+        let first = Message::user(prompt);
+        let first_cost = message_tokens(&meter, &first);
         ContextWindow {
             budget,
             meter,
             system_prompt: String::new(),
+            system_tokens: 0,
             tool_schema_tokens: 0,
-            messages: vec![Message::user(prompt)],
+            messages: vec![first],
+            costs: vec![first_cost],
             has_record: false,
             summaries: Vec::new(),
             folded_summaries: 0,
@@ -116,6 +124,7 @@ impl ContextWindow {
     /// Replaces the system prompt (it changes every round: phase context, dynamic memory).
     pub fn set_system_prompt(&mut self, text: impl Into<String>) {
         self.system_prompt = text.into();
+        self.system_tokens = self.meter.count(&self.system_prompt);
     }
 
     /// Tokens taken by the tool schemas sent with every call.
@@ -144,12 +153,35 @@ impl ContextWindow {
 
     /// Appends an assistant turn (with or without tool calls).
     pub fn push_assistant(&mut self, message: Message) {
+        self.push(message);
+    }
+
+    fn push(&mut self, message: Message) {
+        self.costs.push(message_tokens(&self.meter, &message));
         self.messages.push(message);
+    }
+
+    fn insert(&mut self, index: usize, message: Message) {
+        self.costs
+            .insert(index, message_tokens(&self.meter, &message));
+        self.messages.insert(index, message);
+    }
+
+    /// Replaces the content of message `index` (and its cost).
+    fn set_content(&mut self, index: usize, content: String) {
+        self.messages[index].content = content;
+        self.costs[index] = message_tokens(&self.meter, &self.messages[index]);
+    }
+
+    /// Removes messages `from..to` and their costs.
+    fn drain(&mut self, from: usize, to: usize) -> Vec<Message> {
+        self.costs.drain(from..to);
+        self.messages.drain(from..to).collect()
     }
 
     /// Appends a user message (a controller nudge or a follow-up question).
     pub fn push_user(&mut self, text: impl Into<String>) {
-        self.messages.push(Message::user(text));
+        self.push(Message::user(text));
     }
 
     /// Appends the result of `call_id`, cut to the quota of the current usage (see
@@ -166,7 +198,7 @@ impl ContextWindow {
         if failed {
             self.failed_calls.insert(call_id.to_string());
         }
-        self.messages.push(Message::tool_result(call_id, content));
+        self.push(Message::tool_result(call_id, content));
     }
 
     /// Characters a new tool result may take: less as the window fills up.
@@ -179,24 +211,20 @@ impl ContextWindow {
         }
     }
 
-    fn message_tokens(&self, m: &Message) -> usize {
-        let calls = if m.tool_calls.is_empty() {
-            0
-        } else {
-            serde_json::to_string(&m.tool_calls).map_or(0, |s| self.meter.count(&s))
-        };
-        self.meter.count(&m.content) + calls + MESSAGE_OVERHEAD
-    }
-
     /// Tokens of the system prompt, tool schemas and messages.
     pub fn usage_tokens(&self) -> usize {
-        let fixed = self.meter.count(&self.system_prompt) + self.tool_schema_tokens;
-        fixed
-            + self
-                .messages
-                .iter()
-                .map(|m| self.message_tokens(m))
-                .sum::<usize>()
+        self.system_tokens + self.tool_schema_tokens + self.costs.iter().sum::<usize>()
+    }
+
+    /// Usage counted from scratch (checks that the cached costs stay in step).
+    #[cfg(test)]
+    pub(crate) fn recounted_tokens(&self) -> usize {
+        let messages: usize = self
+            .messages
+            .iter()
+            .map(|m| message_tokens(&self.meter, m))
+            .sum();
+        self.meter.count(&self.system_prompt) + self.tool_schema_tokens + messages
     }
 
     /// Usage as a fraction of the budget.
@@ -265,11 +293,12 @@ impl ContextWindow {
             return 0;
         };
         let mut truncated = 0;
-        for m in &mut self.messages[1..cut] {
+        for i in 1..cut {
+            let m = &self.messages[i];
             let chars = m.content.chars().count();
             if m.role == Role::Tool && chars > L1_TRUNCATE_ABOVE {
                 let kept = truncate_at_line(&m.content, L1_KEEP_CHARS, "");
-                m.content = format!("{kept}\n… [truncated from {chars} chars]");
+                self.set_content(i, format!("{kept}\n… [truncated from {chars} chars]"));
                 truncated += 1;
             }
         }
@@ -290,7 +319,7 @@ impl ContextWindow {
             }
             return 0;
         }
-        let removed: Vec<Message> = self.messages.drain(from..cut).collect();
+        let removed = self.drain(from, cut);
         self.absorb_removed(&removed, summarise);
         if !summarise {
             self.drop_summaries();
@@ -389,9 +418,9 @@ impl ContextWindow {
             }
         }
         if self.has_record {
-            self.messages[1].content = text;
+            self.set_content(1, text);
         } else {
-            self.messages.insert(1, Message::user(text));
+            self.insert(1, Message::user(text));
             self.has_record = true;
         }
     }
@@ -408,7 +437,7 @@ impl ContextWindow {
             let Some(i) = largest else { break };
             let chars = self.messages[i].content.chars().count();
             let kept = cut_chars(&self.messages[i].content, chars / 2).to_string();
-            self.messages[i].content = format!("{kept}… [truncated]");
+            self.set_content(i, format!("{kept}… [truncated]"));
             shrunk += 1;
         }
         if self.usage_tokens() > self.budget && self.has_record {
@@ -421,7 +450,8 @@ impl ContextWindow {
 
     /// Keeps only the task prompt (after repeated model errors); submissions are kept.
     pub fn reset_to_prompt_only(&mut self) {
-        let removed: Vec<Message> = self.messages.drain(1..).collect();
+        let end = self.messages.len();
+        let removed = self.drain(1, end);
         self.has_record = false;
         self.absorb_removed(&removed, false);
         self.summaries.clear();
@@ -433,14 +463,25 @@ impl ContextWindow {
     /// Starts a new pipeline stage with `prompt` as messages[0]; submissions are kept.
     pub fn reset_for_new_stage(&mut self, prompt: impl Into<String>) {
         let old: Vec<Message> = std::mem::take(&mut self.messages);
+        self.costs.clear();
         self.absorb_removed(&old, false);
-        self.messages = vec![Message::user(prompt)];
+        self.push(Message::user(prompt));
         self.has_record = false;
         self.summaries.clear();
         if !self.submitted.is_empty() {
             self.write_record();
         }
     }
+}
+
+/// Token cost of one message: content, tool calls as JSON, and a fixed overhead.
+fn message_tokens(meter: &TokenMeter, m: &Message) -> usize {
+    let calls = if m.tool_calls.is_empty() {
+        0
+    } else {
+        serde_json::to_string(&m.tool_calls).map_or(0, |s| meter.count(&s))
+    };
+    meter.count(&m.content) + calls + MESSAGE_OVERHEAD
 }
 
 /// `tool(first argument)` of the call whose result `result` is, from the calls in `messages`.

@@ -263,6 +263,7 @@ proptest! {
                 }
             }
             prop_assert_eq!(&w.messages()[0], &first);
+            prop_assert_eq!(w.usage_tokens(), w.recounted_tokens());
             assert_rounds_whole(w.messages());
         }
         w.compact();
