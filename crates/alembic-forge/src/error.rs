@@ -34,6 +34,8 @@ pub enum ForgeError {
         total: usize,
         details: String,
     },
+    #[error("no forge mode could serve the request: {reasons}")]
+    Exhausted { reasons: String },
     #[error("the code generator failed: {0}")]
     Generator(String),
     #[error(transparent)]

@@ -36,6 +36,7 @@
 pub mod clock;
 pub mod compose;
 pub mod error;
+pub mod forge;
 pub mod generate;
 pub mod nested;
 pub mod reuse;
@@ -47,6 +48,7 @@ pub mod temporary;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use compose::{CompositionSpec, CompositionStep, MergeStrategy, composed_tool};
 pub use error::ForgeError;
+pub use forge::{ForgeInputs, ForgeOutcome, ToolForge};
 pub use generate::{
     CodeGenerator, GeneratedTool, LlmCodeGenerator, SandboxTestCase, generate_enabled,
 };

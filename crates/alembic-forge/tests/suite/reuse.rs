@@ -151,3 +151,67 @@ fn the_alias_merges_presets_and_still_validates_against_the_original() {
         Some(outer.call_id.as_str())
     );
 }
+
+#[test]
+fn the_waterfall_reuses_then_composes_then_reports_every_reason() {
+    use alembic_forge::{CompositionSpec, ForgeInputs, ToolForge};
+    let h = harness();
+    let forge = ToolForge::new(TemporaryToolRegistry::new(h.registry.clone()), false);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let reuse = rt
+        .block_on(forge.forge(
+            &ForgeRequest::new("search Network category recipes", "search", "Network"),
+            ForgeInputs {
+                allowlist: &Allowlist::All,
+                composition: None,
+                generator: None,
+            },
+        ))
+        .unwrap();
+    assert_eq!(
+        (reuse.mode, reuse.tool.as_str()),
+        (ForgeMode::Reuse, "search_recipes_network")
+    );
+
+    let spec = CompositionSpec::from_json(r#"{"name": "analyze_networkkit", "description": "d", "steps": [{"tool": "get_class_hierarchy", "args": {"module": "NetworkKit"}}]}"#).unwrap();
+    let request = ForgeRequest::new("分析 NetworkKit 完整架构", "analyze", "NetworkKit");
+    let composed = rt
+        .block_on(forge.forge(
+            &request,
+            ForgeInputs {
+                allowlist: &Allowlist::All,
+                composition: Some(spec),
+                generator: None,
+            },
+        ))
+        .unwrap();
+    assert_eq!(
+        (composed.mode, composed.tool.as_str()),
+        (ForgeMode::Compose, "analyze_networkkit")
+    );
+    assert!(forge.temporary.is_temporary("analyze_networkkit"));
+
+    let err = rt
+        .block_on(forge.forge(
+            &request,
+            ForgeInputs {
+                allowlist: &Allowlist::All,
+                composition: None,
+                generator: None,
+            },
+        ))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("no forge mode could serve the request: reuse: no existing tool matches"),
+        "{err}"
+    );
+    assert!(
+        err.contains("compose: no composition was offered")
+            && err.contains("generate: generate mode is off"),
+        "{err}"
+    );
+}
