@@ -125,7 +125,7 @@ fn memory_run(meter: TokenMeter) -> usize {
         });
         let dynamic = coordinator.dynamic_prompt(&scope).unwrap_or_default();
         window.set_system_prompt(format!(
-            "You are an analyst.\n{static_prompt}\n{dynamic}{}",
+            "You are an analyst.\n\n{static_prompt}\n\n{dynamic}{}",
             tracker.phase_context()
         ));
         push_round(&mut window, round);

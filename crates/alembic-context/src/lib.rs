@@ -35,7 +35,7 @@
 //!     }
 //! }).unwrap();
 //! let dynamic = coordinator.dynamic_prompt(&scope).unwrap();
-//! window.set_system_prompt(format!("{static_text}\n{dynamic}{}", tracker.phase_context()));
+//! window.set_system_prompt(format!("{static_text}\n\n{dynamic}{}", tracker.phase_context()));
 //! window.compact();
 //! let (_messages, _choice) = (window.render(), tracker.tool_choice());
 //! // ... call the model; run tool calls through the pipeline (the middlewares record them);

@@ -20,7 +20,7 @@
 
 pub mod model_budget;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -72,6 +72,9 @@ pub struct ContextWindow {
     meter: TokenMeter,
     system_prompt: String,
     system_tokens: usize,
+    /// Token counts of the system prompt's sections ("\n\n"-separated) from the last call:
+    /// most sections (instructions, static memory) do not change between rounds.
+    section_costs: HashMap<String, usize>,
     tool_schema_tokens: usize,
     messages: Vec<Message>,
     /// Token cost of each message, kept in step with `messages` (counting is the expensive
@@ -95,6 +98,7 @@ impl ContextWindow {
             meter,
             system_prompt: String::new(),
             system_tokens: 0,
+            section_costs: HashMap::new(),
             tool_schema_tokens: 0,
             messages: vec![first],
             costs: vec![first_cost],
@@ -122,9 +126,23 @@ impl ContextWindow {
     }
 
     /// Replaces the system prompt (it changes every round: phase context, dynamic memory).
+    /// Separate its parts with a blank line: unchanged parts are not counted again.
     pub fn set_system_prompt(&mut self, text: impl Into<String>) {
         self.system_prompt = text.into();
-        self.system_tokens = self.meter.count(&self.system_prompt);
+        let mut costs = HashMap::new();
+        let mut total = 0;
+        for section in self.system_prompt.split("\n\n") {
+            let cost = match self.section_costs.remove(section) {
+                Some(c) => c,
+                None => self.meter.count(section),
+            };
+            total += cost + 1;
+            costs.insert(section.to_string(), cost);
+        }
+        // Sections are counted apart, so the total may differ from a count of the whole text
+        // by about a token per section boundary; the separator is counted as one token.
+        self.system_tokens = total.saturating_sub(1);
+        self.section_costs = costs;
     }
 
     /// Tokens taken by the tool schemas sent with every call.
@@ -224,7 +242,7 @@ impl ContextWindow {
             .iter()
             .map(|m| message_tokens(&self.meter, m))
             .sum();
-        self.meter.count(&self.system_prompt) + self.tool_schema_tokens + messages
+        self.system_tokens + self.tool_schema_tokens + messages
     }
 
     /// Usage as a fraction of the budget.

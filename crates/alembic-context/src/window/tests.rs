@@ -129,6 +129,9 @@ fn the_system_prompt_and_schemas_count_towards_usage() {
     w.set_system_prompt("x".repeat(400));
     w.set_tool_schema_tokens(300);
     assert_eq!(w.usage_tokens(), base + 100 + 300);
+    // sections are counted apart (and cached between rounds), a separator as one token
+    w.set_system_prompt(format!("{}\n\n{}", "x".repeat(400), "y".repeat(40)));
+    assert_eq!(w.usage_tokens(), base + 100 + 1 + 10 + 300);
 }
 
 #[test]
