@@ -41,6 +41,8 @@ enum Command {
     /// Inspect and verify the audit log
     #[command(subcommand)]
     Audit(cmd::audit::AuditCommand),
+    /// Serve the project's tools to IDE agents over MCP (stdio, or streamable HTTP with --http)
+    Mcp(cmd::mcp::McpArgs),
     /// Build or refresh the code index (incremental; honours .gitignore)
     Index(cmd::index::IndexArgs),
     /// Explain the safety verdict for a command or a path (runs and touches nothing)
@@ -62,6 +64,7 @@ fn main() {
         Command::Init(a) => cmd::init::run(a),
         Command::Tools(c) => cmd::tools::run(c),
         Command::Audit(c) => cmd::audit::run(c),
+        Command::Mcp(a) => cmd::mcp::run(a),
         Command::Index(a) => cmd::index::run(a),
         Command::Safety(c) => cmd::safety::run(c),
         Command::Ask(a) => cmd::ask::run(a),

@@ -6,5 +6,6 @@ pub mod chat;
 pub mod forge;
 pub mod index;
 pub mod init;
+pub mod mcp;
 pub mod safety;
 pub mod tools;

@@ -1,0 +1,272 @@
+//! The MCP server handler: `tools/list` from the registry filtered by the preset,
+//! `tools/call` through the whole pipeline with cancellation and progress.
+
+use std::sync::Arc;
+
+use alembic_builtin::ProjectRuntime;
+use alembic_tools::{Allowlist, Caller, Pipeline, ToolCall, ToolEvent, ToolEventKind};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerCapabilities,
+    ServerConfig,
+};
+use rmcp::service::{Peer, RequestContext};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::Value;
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+
+use crate::McpError;
+use crate::convert::{caller_id, result_for_outcome, tool_for_mcp};
+
+const INSTRUCTIONS: &str = "Alembic exposes this project's code-intelligence, memory and guard tools. \
+Every call runs through Alembic's pipeline: the preset's allowlist, path confinement beneath the \
+project root, the safety policy and a tamper-evident audit log. A refused or failed call comes back \
+as an error result that names the rule.";
+
+/// Waits for audit records to reach the disk; the runtime's audit log in production.
+pub type AuditFlush = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
+
+/// Alembic's MCP server. Cheap to clone: every HTTP session gets a clone sharing one pipeline.
+#[derive(Clone)]
+pub struct AlembicServer {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    pipeline: Arc<Pipeline>,
+    allowlist: Allowlist,
+    flush: Option<AuditFlush>,
+}
+
+impl std::fmt::Debug for AlembicServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AlembicServer")
+            .field("pipeline", &self.shared.pipeline)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AlembicServer {
+    /// A server over a project runtime, exposing the tools of `preset` (the project's default
+    /// preset when `None`).
+    pub fn new(runtime: Arc<ProjectRuntime>, preset: Option<&str>) -> Result<Self, McpError> {
+        let allowlist = runtime
+            .caller("mcp", preset)
+            .map_err(|e| McpError::Setup(e.to_string()))?
+            .allowlist;
+        let pipeline = runtime.pipeline();
+        let flush: AuditFlush = Arc::new(move || runtime.flush_audit().map_err(|e| e.to_string()));
+        Ok(Self::from_parts(pipeline, allowlist, Some(flush)))
+    }
+
+    /// A server over any pipeline (tests and embedders build their own).
+    pub fn from_parts(
+        pipeline: Arc<Pipeline>,
+        allowlist: Allowlist,
+        flush: Option<AuditFlush>,
+    ) -> Self {
+        AlembicServer {
+            shared: Arc::new(Shared {
+                pipeline,
+                allowlist,
+                flush,
+            }),
+        }
+    }
+
+    /// Waits until every audit record written so far is on disk.
+    pub async fn flush_audit(&self) -> Result<(), McpError> {
+        let Some(flush) = self.shared.flush.clone() else {
+            return Ok(());
+        };
+        // The audit writer answers over a blocking channel.
+        tokio::task::spawn_blocking(move || flush())
+            .await
+            .map_err(|e| McpError::Audit(e.to_string()))?
+            .map_err(McpError::Audit)
+    }
+
+    /// Runs one `tools/call`: the pipeline call, progress forwarding, the audit flush.
+    async fn run_call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResponse {
+        let client = context.client_info().map(|i| i.name);
+        let caller = Caller::new(caller_id(client.as_deref()), self.shared.allowlist.clone());
+        let args = request
+            .arguments
+            .map(Value::Object)
+            .unwrap_or_else(|| Value::Object(Default::default()));
+        let call = ToolCall::new(request.name.to_string(), args, caller);
+        let progress = progress_token(&request.meta, &context).map(|token| {
+            ProgressForwarder::start(&self.shared.pipeline, &call.id, token, context.peer.clone())
+        });
+        let outcome = self
+            .shared
+            .pipeline
+            .execute_with_cancel(call, context.ct.child_token())
+            .await;
+        if let Some(p) = progress {
+            p.finish().await;
+        }
+        // An answered call is an audited call: the record is on disk before the client hears back.
+        if let Err(e) = self.flush_audit().await {
+            tracing::error!("audit flush failed: {e}");
+        }
+        result_for_outcome(&outcome).into()
+    }
+}
+
+fn progress_token(
+    params_meta: &Option<rmcp::model::RequestMetaObject>,
+    context: &RequestContext<RoleServer>,
+) -> Option<ProgressToken> {
+    context
+        .meta
+        .get_progress_token()
+        .or_else(|| params_meta.as_ref().and_then(|m| m.get_progress_token()))
+}
+
+/// Forwards the pipeline's Progress events of one call as MCP progress notifications.
+struct ProgressForwarder {
+    done: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl ProgressForwarder {
+    fn start(
+        pipeline: &Arc<Pipeline>,
+        call_id: &str,
+        token: ProgressToken,
+        peer: rmcp::Peer<RoleServer>,
+    ) -> Self {
+        // Subscribe before the call starts so that no event is missed.
+        let rx = pipeline.events().subscribe();
+        let done = CancellationToken::new();
+        let task = tokio::spawn(forward_progress(
+            rx,
+            call_id.to_string(),
+            token,
+            peer,
+            done.clone(),
+        ));
+        ProgressForwarder { done, task }
+    }
+
+    /// Sends what is still queued for the call, then stops. The pipeline has sent every event
+    /// of the call by the time `execute` returns, so nothing is lost and every notification
+    /// precedes the response.
+    async fn finish(self) {
+        self.done.cancel();
+        if let Err(e) = self.task.await {
+            tracing::warn!("progress forwarder stopped abnormally: {e}");
+        }
+    }
+}
+
+async fn forward_progress(
+    mut rx: broadcast::Receiver<ToolEvent>,
+    call_id: String,
+    token: ProgressToken,
+    peer: Peer<RoleServer>,
+    done: CancellationToken,
+) {
+    let mut last = 0.0_f64;
+    loop {
+        let event = tokio::select! {
+            biased;
+            r = rx.recv() => r,
+            _ = done.cancelled() => match rx.try_recv() {
+                Ok(e) => Ok(e),
+                Err(_) => return,
+            },
+        };
+        let event = match event {
+            Ok(e) => e,
+            Err(broadcast::error::RecvError::Lagged(n)) => {
+                tracing::warn!("progress forwarder lagged, {n} events skipped");
+                continue;
+            }
+            Err(broadcast::error::RecvError::Closed) => return,
+        };
+        if event.call_id != call_id {
+            continue;
+        }
+        match event.kind {
+            ToolEventKind::Progress { message, fraction } => {
+                let (value, total) = progress_value(last, fraction);
+                last = value;
+                let mut param =
+                    ProgressNotificationParam::new(token.clone(), value).with_message(message);
+                if let Some(t) = total {
+                    param = param.with_total(t);
+                }
+                if let Err(e) = peer.notify_progress(param).await {
+                    tracing::debug!("cannot send a progress notification: {e}");
+                }
+            }
+            ToolEventKind::Finished { .. } => return,
+            ToolEventKind::Started => {}
+        }
+    }
+}
+
+/// MCP requires progress to increase: a fraction maps to percent (never going back), an
+/// unquantified step counts one up.
+fn progress_value(last: f64, fraction: Option<f64>) -> (f64, Option<f64>) {
+    match fraction {
+        Some(f) if f.is_finite() => ((f.clamp(0.0, 1.0) * 100.0).max(last), Some(100.0)),
+        _ => (last + 1.0, None),
+    }
+}
+
+impl ServerHandler for AlembicServer {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
+        info.server_info = Implementation::new("alembic", env!("CARGO_PKG_VERSION"))
+            .with_title("Alembic tool runtime");
+        info.instructions = Some(INSTRUCTIONS.to_string());
+        info
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let tools = self
+            .shared
+            .pipeline
+            .registry()
+            .definitions(&self.shared.allowlist)
+            .iter()
+            .map(tool_for_mcp)
+            .collect();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        Ok(self.run_call(request, context).await)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn progress_never_goes_back() {
+        assert_eq!(progress_value(0.0, Some(0.5)), (50.0, Some(100.0)));
+        assert_eq!(progress_value(50.0, Some(0.2)), (50.0, Some(100.0)));
+        assert_eq!(progress_value(50.0, None), (51.0, None));
+        assert_eq!(progress_value(3.0, Some(f64::NAN)), (4.0, None));
+        assert_eq!(progress_value(0.0, Some(7.0)), (100.0, Some(100.0)));
+    }
+}

@@ -1,0 +1,396 @@
+//! The stdio transport: newline-delimited JSON-RPC with an answer for every request.
+//!
+//! rmcp's own async-rw transport silently drops lines that are not JSON, answers well-formed
+//! but mistyped messages with an `Invalid Request` that has no `id` (so the client cannot tell
+//! which request failed), lets a request reuse the id of one still running (the second never
+//! gets an answer), and ends the whole session when a notification arrives before
+//! `initialize`. This transport sits in front of rmcp's service loop and fixes those cases:
+//!
+//! - a line that is not JSON gets `-32700 parse error` with `"id": null` (JSON-RPC 2.0 §5.1);
+//! - a well-formed message that is not a valid MCP message gets `-32602 invalid params` (it
+//!   names a method) or `-32600 invalid request`, carrying the message's id when it has a
+//!   usable one; a broken notification or response gets no answer, as JSON-RPC requires;
+//! - a batch (JSON array) gets one `-32600` per element that is not a notification, with that
+//!   element's id, since MCP 2025-06-18 removed batching;
+//! - a line longer than [`MAX_LINE_BYTES`] is discarded without being buffered and answered
+//!   with `-32600` and `"id": null`;
+//! - a request whose id is still in use gets `-32600` with that id.
+//!
+//! [`serve_stdio`] restarts rmcp's handshake when it gives up before `initialize`, so only
+//! end of input stops the server.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex as StdMutex};
+
+use rmcp::RoleServer;
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientNotification, ErrorCode, ErrorData, JsonRpcMessage, RequestId,
+    ServerJsonRpcMessage,
+};
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::Mutex;
+use tokio::task::JoinSet;
+
+/// Lines longer than this are discarded unread (an MCP request is at most a few hundred KiB).
+pub const MAX_LINE_BYTES: usize = 8 * 1024 * 1024;
+
+/// Error messages quote at most this much of a serde error.
+const MAX_DETAIL_CHARS: usize = 300;
+
+/// Newline-delimited JSON-RPC over any reader and writer. Clones share the same streams, so
+/// the server can restart its handshake on the same connection.
+pub struct LineTransport<R, W> {
+    reader: Arc<Mutex<ReaderState<R>>>,
+    writer: Arc<Mutex<W>>,
+    in_flight: Arc<StdMutex<HashSet<String>>>,
+}
+
+impl<R, W> Clone for LineTransport<R, W> {
+    fn clone(&self) -> Self {
+        LineTransport {
+            reader: Arc::clone(&self.reader),
+            writer: Arc::clone(&self.writer),
+            in_flight: Arc::clone(&self.in_flight),
+        }
+    }
+}
+
+struct ReaderState<R> {
+    input: BufReader<R>,
+    line: Vec<u8>,
+    discarding: bool,
+    eof: bool,
+    /// Error answers being written; awaited before end of input is reported.
+    replies: JoinSet<()>,
+}
+
+/// What one complete input line turned out to be.
+enum LineRead {
+    Line,
+    Oversized,
+    Eof,
+}
+
+impl<R, W> LineTransport<R, W>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    pub fn new(reader: R, writer: W) -> Self {
+        LineTransport {
+            reader: Arc::new(Mutex::new(ReaderState {
+                input: BufReader::new(reader),
+                line: Vec::new(),
+                discarding: false,
+                eof: false,
+                replies: JoinSet::new(),
+            })),
+            writer: Arc::new(Mutex::new(writer)),
+            in_flight: Arc::new(StdMutex::new(HashSet::new())),
+        }
+    }
+
+    /// Whether the input has ended.
+    pub async fn is_closed(&self) -> bool {
+        self.reader.lock().await.eof
+    }
+
+    /// The next valid message; answers and skips everything else. `None` at end of input.
+    ///
+    /// Cancel-safe: a partly read line stays in the shared state, and error answers are
+    /// written by their own tasks.
+    async fn next_message(&self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        let mut state = self.reader.lock().await;
+        loop {
+            match read_line(&mut state).await {
+                LineRead::Eof => {
+                    state.eof = true;
+                    while state.replies.join_next().await.is_some() {}
+                    return None;
+                }
+                LineRead::Oversized => {
+                    let msg = format!("message longer than {MAX_LINE_BYTES} bytes was discarded");
+                    self.reply(
+                        &mut state,
+                        error_line(None, ErrorCode::INVALID_REQUEST, &msg),
+                    );
+                }
+                LineRead::Line => {
+                    let line = std::mem::take(&mut state.line);
+                    let verdict = self.classify(&line);
+                    state.line = line;
+                    state.line.clear();
+                    match verdict {
+                        Verdict::Message(m) => return Some(*m),
+                        Verdict::Answer(lines) => {
+                            for l in lines {
+                                self.reply(&mut state, l);
+                            }
+                        }
+                        Verdict::Ignore => {}
+                    }
+                }
+            }
+        }
+    }
+
+    fn reply(&self, state: &mut ReaderState<R>, line: Vec<u8>) {
+        let writer = Arc::clone(&self.writer);
+        state.replies.spawn(async move {
+            if let Err(e) = write_line(&writer, &line).await {
+                tracing::debug!("cannot write an error answer: {e}");
+            }
+        });
+        // Finished replies need not be kept.
+        while state.replies.try_join_next().is_some() {}
+    }
+
+    fn classify(&self, raw: &[u8]) -> Verdict {
+        let line = trim_line(raw);
+        if line.is_empty() {
+            return Verdict::Ignore;
+        }
+        match serde_json::from_slice::<ClientJsonRpcMessage>(line) {
+            Ok(msg) => self.admit(msg),
+            Err(e) => diagnose(line, &e),
+        }
+    }
+
+    /// Tracks request ids in use; refuses a request that reuses one.
+    fn admit(&self, msg: ClientJsonRpcMessage) -> Verdict {
+        let mut in_flight = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        match &msg {
+            JsonRpcMessage::Request(req) => {
+                let key = id_key(&req.id);
+                if !in_flight.insert(key) {
+                    let id = serde_json::to_value(&req.id).unwrap_or(Value::Null);
+                    let text = "request id is already used by a request in progress; use a new id";
+                    return Verdict::Answer(vec![error_line(
+                        Some(id),
+                        ErrorCode::INVALID_REQUEST,
+                        text,
+                    )]);
+                }
+            }
+            JsonRpcMessage::Notification(n) => {
+                // A cancelled request is never answered, so its id becomes free again.
+                if let ClientNotification::CancelledNotification(c) = &n.notification
+                    && let Some(id) = &c.params.request_id
+                {
+                    in_flight.remove(&id_key(id));
+                }
+            }
+            JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_) => {}
+        }
+        Verdict::Message(Box::new(msg))
+    }
+
+    fn release(&self, msg: &ServerJsonRpcMessage) {
+        let id = match msg {
+            JsonRpcMessage::Response(r) => Some(&r.id),
+            JsonRpcMessage::Error(e) => e.id.as_ref(),
+            _ => None,
+        };
+        if let Some(id) = id {
+            self.in_flight
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&id_key(id));
+        }
+    }
+}
+
+enum Verdict {
+    Message(Box<ClientJsonRpcMessage>),
+    Answer(Vec<Vec<u8>>),
+    Ignore,
+}
+
+fn id_key(id: &RequestId) -> String {
+    serde_json::to_string(id).unwrap_or_default()
+}
+
+async fn read_line<R: AsyncRead + Unpin>(state: &mut ReaderState<R>) -> LineRead {
+    loop {
+        let (consumed, done) = {
+            let available = match state.input.fill_buf().await {
+                Ok(a) => a,
+                Err(e) => {
+                    tracing::debug!("stdin read failed: {e}");
+                    return LineRead::Eof;
+                }
+            };
+            if available.is_empty() {
+                // A last line without a newline still counts.
+                return if state.line.is_empty() || state.discarding {
+                    LineRead::Eof
+                } else {
+                    LineRead::Line
+                };
+            }
+            let newline = available.iter().position(|b| *b == b'\n');
+            let take = newline.map_or(available.len(), |i| i + 1);
+            let mut outcome = newline.map(|_| LineRead::Line);
+            if state.discarding {
+                if newline.is_some() {
+                    state.discarding = false;
+                }
+                outcome = None;
+            } else if state.line.len() + take > MAX_LINE_BYTES {
+                state.line.clear();
+                state.discarding = newline.is_none();
+                outcome = Some(LineRead::Oversized);
+            } else {
+                state.line.extend_from_slice(&available[..take]);
+            }
+            (take, outcome)
+        };
+        state.input.consume(consumed);
+        if let Some(r) = done {
+            return r;
+        }
+    }
+}
+
+fn trim_line(raw: &[u8]) -> &[u8] {
+    let line = raw.strip_suffix(b"\n").unwrap_or(raw);
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+    line.trim_ascii()
+}
+
+/// Explains why a line is not a valid MCP message, as the answers it deserves.
+fn diagnose(line: &[u8], err: &serde_json::Error) -> Verdict {
+    let value: Value = match serde_json::from_slice(line) {
+        Ok(v) => v,
+        Err(parse) => {
+            let text = format!("parse error: {}", clip(&parse.to_string()));
+            return Verdict::Answer(vec![error_line(None, ErrorCode::PARSE_ERROR, &text)]);
+        }
+    };
+    match value {
+        Value::Array(items) if items.is_empty() => Verdict::Answer(vec![error_line(
+            None,
+            ErrorCode::INVALID_REQUEST,
+            "empty batch; send one JSON-RPC message per line",
+        )]),
+        Value::Array(items) => Verdict::Answer(
+            items
+                .iter()
+                .filter(|item| !is_notification(item))
+                .map(|item| {
+                    let text = "batches are not supported (MCP 2025-06-18 removed them); send one JSON-RPC message per line";
+                    error_line(usable_id(item), ErrorCode::INVALID_REQUEST, text)
+                })
+                .collect(),
+        ),
+        other => diagnose_object(&other, err),
+    }
+}
+
+fn diagnose_object(value: &Value, err: &serde_json::Error) -> Verdict {
+    if is_notification(value) || is_response(value) {
+        tracing::debug!("ignoring an invalid notification or response: {err}");
+        return Verdict::Ignore;
+    }
+    let id = usable_id(value);
+    let method = value.get("method").and_then(Value::as_str);
+    let version_ok = value.get("jsonrpc").and_then(Value::as_str) == Some("2.0");
+    let line = match (method, id.is_some() && version_ok) {
+        (Some(m), true) => {
+            let text = format!(
+                "invalid params for \"{}\": {}",
+                clip(m),
+                clip(&err.to_string())
+            );
+            error_line(id, ErrorCode::INVALID_PARAMS, &text)
+        }
+        _ => {
+            let text = "invalid request: expected a JSON-RPC 2.0 object with \"jsonrpc\": \"2.0\", a string or integer \"id\" and a string \"method\"";
+            error_line(id, ErrorCode::INVALID_REQUEST, text)
+        }
+    };
+    Verdict::Answer(vec![line])
+}
+
+fn is_notification(v: &Value) -> bool {
+    v.get("method").is_some_and(Value::is_string) && v.get("id").is_none()
+}
+
+fn is_response(v: &Value) -> bool {
+    v.get("method").is_none() && (v.get("result").is_some() || v.get("error").is_some())
+}
+
+/// The message's id when JSON-RPC allows it (a string or an integer).
+fn usable_id(v: &Value) -> Option<Value> {
+    match v.get("id")? {
+        id @ Value::String(_) => Some(id.clone()),
+        id @ Value::Number(n) if n.is_i64() => Some(id.clone()),
+        _ => None,
+    }
+}
+
+fn clip(s: &str) -> String {
+    if s.chars().count() <= MAX_DETAIL_CHARS {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(MAX_DETAIL_CHARS).collect();
+    out.push('…');
+    out
+}
+
+fn error_line(id: Option<Value>, code: ErrorCode, message: &str) -> Vec<u8> {
+    let error = ErrorData::new(code, message.to_string(), None);
+    let mut line = serde_json::to_vec(&json!({
+        "jsonrpc": "2.0",
+        "id": id.unwrap_or(Value::Null),
+        "error": error,
+    }))
+    .unwrap_or_default();
+    line.push(b'\n');
+    line
+}
+
+async fn write_line<W: AsyncWrite + Unpin>(writer: &Mutex<W>, line: &[u8]) -> std::io::Result<()> {
+    let mut w = writer.lock().await;
+    w.write_all(line).await?;
+    w.flush().await
+}
+
+impl<R, W> Transport<RoleServer> for LineTransport<R, W>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleServer>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let writer = Arc::clone(&self.writer);
+        let encoded = serde_json::to_vec(&item).map(|mut v| {
+            v.push(b'\n');
+            v
+        });
+        let this = self.clone();
+        async move {
+            let line = encoded.map_err(std::io::Error::other)?;
+            write_line(&writer, &line).await?;
+            // Free the id only once the answer is out, so a reuse cannot overtake it.
+            this.release(&item);
+            Ok(())
+        }
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleServer>>> + Send {
+        self.next_message()
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.writer.lock().await.flush().await
+    }
+}

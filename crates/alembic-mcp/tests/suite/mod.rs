@@ -1,0 +1,4 @@
+mod calls;
+mod cancel_progress;
+mod support;
+mod transport;
