@@ -85,7 +85,21 @@ pub struct MemoryRetriever {
 struct Channels {
     bm25: Option<f64>,
     cosine: Option<f64>,
+    updated: i64,
+    importance: f64,
 }
+
+/// A candidate before its row is loaded: ranking needs only these fields, so full rows are
+/// read for the returned memories alone.
+#[derive(Debug, Clone, Copy)]
+struct Candidate {
+    seq: i64,
+    score: f64,
+    parts: ScoreParts,
+}
+
+/// One row of a channel query: seq, channel score, updated, importance.
+type ChannelRow = (i64, f64, i64, f64);
 
 impl MemoryRetriever {
     pub fn new(config: RetrievalConfig) -> MemoryRetriever {
@@ -101,34 +115,47 @@ impl MemoryRetriever {
     ) -> Result<Vec<ScoredMemory>, MemoryError> {
         let now = pm.now_ms();
         let mut channels: HashMap<i64, Channels> = HashMap::new();
-        for (seq, s) in self.lexical(pm, query, options, now)? {
-            channels.entry(seq).or_default().bm25 = Some(s);
+        for (seq, s, updated, importance) in self.lexical(pm, query, options, now)? {
+            let c = channels.entry(seq).or_default();
+            (c.bm25, c.updated, c.importance) = (Some(s), updated, importance);
         }
         let semantic = self.semantic(pm, query, options, now)?;
         let has_semantic = semantic.is_some();
-        for (seq, cos) in semantic.unwrap_or_default() {
+        for (seq, cos, updated, importance) in semantic.unwrap_or_default() {
             let c = channels.entry(seq).or_default();
-            c.cosine = Some(cos);
+            (c.cosine, c.updated, c.importance) = (Some(cos), updated, importance);
         }
         // relevance floor: a lexical match, or a cosine at or above min_cosine
         channels.retain(|_, c| {
             c.bm25.is_some() || c.cosine.is_some_and(|v| v >= self.config.min_cosine)
         });
         let relevance = self.fuse(&channels, has_semantic);
-        let mut scored = Vec::with_capacity(relevance.len());
-        for (seq, (rel, lex)) in relevance {
-            let Some(memory) = load_by_seq(pm, seq)? else {
-                continue;
-            };
-            let parts = self.parts(&memory, rel, lex, channels[&seq].cosine, now);
-            scored.push(ScoredMemory {
-                score: self.combine(&parts),
-                memory,
-                parts,
-            });
+        let mut candidates: Vec<Candidate> = relevance
+            .into_iter()
+            .map(|(seq, (rel, lex))| {
+                let parts = self.parts(&channels[&seq], rel, lex, now);
+                Candidate {
+                    seq,
+                    score: self.combine(&parts),
+                    parts,
+                }
+            })
+            .collect();
+        self.rank(
+            &mut candidates,
+            options.ranking.unwrap_or(self.config.ranking),
+        );
+        candidates.truncate(options.limit);
+        let mut scored = Vec::with_capacity(candidates.len());
+        for c in candidates {
+            if let Some(memory) = load_by_seq(pm, c.seq)? {
+                scored.push(ScoredMemory {
+                    memory,
+                    score: c.score,
+                    parts: c.parts,
+                });
+            }
         }
-        self.rank(&mut scored, options.ranking.unwrap_or(self.config.ranking));
-        scored.truncate(options.limit);
         if options.touch && !scored.is_empty() {
             touch(pm, &scored, now)?;
         }
@@ -142,12 +169,12 @@ impl MemoryRetriever {
         query: &str,
         options: &RetrieveOptions,
         now: i64,
-    ) -> Result<Vec<(i64, f64)>, MemoryError> {
+    ) -> Result<Vec<ChannelRow>, MemoryError> {
         let Some(q) = fts_query(query) else {
             return Ok(Vec::new());
         };
         let sql = format!(
-            "select m.seq, -bm25(semantic_memories_fts, 1.0, :ctx_weight) from semantic_memories_fts f
+            "select m.seq, -bm25(semantic_memories_fts, 1.0, :ctx_weight), m.updated, m.importance from semantic_memories_fts f
              join semantic_memories m on m.seq = f.rowid
              where semantic_memories_fts match :q
                and (:scope is null or m.scope = :scope) and (:kind is null or m.type = :kind)
@@ -166,7 +193,7 @@ impl MemoryRetriever {
                     ":pool": self.config.candidate_pool as i64,
                     ":ctx_weight": self.config.context_weight,
                 },
-                |r| Ok((r.get(0)?, r.get(1)?)),
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
             )?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         Ok(rows)
@@ -180,7 +207,7 @@ impl MemoryRetriever {
         query: &str,
         options: &RetrieveOptions,
         now: i64,
-    ) -> Result<Option<Vec<(i64, f64)>>, MemoryError> {
+    ) -> Result<Option<Vec<ChannelRow>>, MemoryError> {
         let Some(embedder) = pm.embedder.clone() else {
             return Ok(None);
         };
@@ -193,7 +220,7 @@ impl MemoryRetriever {
             }
         };
         let sql = format!(
-            "select v.seq, v.vector from memory_vectors v join semantic_memories m on m.seq = v.seq
+            "select v.seq, v.vector, m.updated, m.importance from memory_vectors v join semantic_memories m on m.seq = v.seq
              where v.model = :model and v.dim = :dim
                and (:scope is null or m.scope = :scope) and (:kind is null or m.type = :kind)
                and {ACTIVE}"
@@ -210,7 +237,8 @@ impl MemoryRetriever {
         let mut out = Vec::new();
         while let Some(row) = rows.next()? {
             let blob: Vec<u8> = row.get(1)?;
-            out.push((row.get(0)?, cosine(&query_vec, &rows::decode_vector(&blob))));
+            let cos = cosine(&query_vec, &rows::decode_vector(&blob));
+            out.push((row.get(0)?, cos, row.get(2)?, row.get(3)?));
         }
         out.sort_by(|a, b| b.1.total_cmp(&a.1));
         out.truncate(self.config.candidate_pool.max(1) * 2);
@@ -253,22 +281,15 @@ impl MemoryRetriever {
             .collect()
     }
 
-    fn parts(
-        &self,
-        m: &Memory,
-        relevance: f64,
-        lexical: Option<f64>,
-        semantic: Option<f64>,
-        now: i64,
-    ) -> ScoreParts {
-        let age_days = ((now - m.updated).max(0) as f64) / DAY_MS as f64;
+    fn parts(&self, c: &Channels, relevance: f64, lexical: Option<f64>, now: i64) -> ScoreParts {
+        let age_days = ((now - c.updated).max(0) as f64) / DAY_MS as f64;
         let half_life = self.config.recency_half_life_days.max(f64::MIN_POSITIVE);
         ScoreParts {
             recency: (-age_days * std::f64::consts::LN_2 / half_life).exp(),
-            importance: m.importance / 10.0,
+            importance: c.importance / 10.0,
             relevance,
             lexical,
-            semantic,
+            semantic: c.cosine,
         }
     }
 
@@ -278,9 +299,10 @@ impl MemoryRetriever {
             + self.config.weight_relevance * p.relevance
     }
 
-    fn rank(&self, scored: &mut [ScoredMemory], ranking: Ranking) {
+    /// Sorts best first; ties go to the older memory (lower seq) so rankings are stable.
+    fn rank(&self, scored: &mut [Candidate], ranking: Ranking) {
         let band = self.config.rerank_band.max(1e-9);
-        let id_order = |a: &ScoredMemory, b: &ScoredMemory| a.memory.id.cmp(&b.memory.id);
+        let id_order = |a: &Candidate, b: &Candidate| a.seq.cmp(&b.seq);
         match ranking {
             Ranking::Weighted => {
                 scored.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| id_order(a, b)))
@@ -292,7 +314,7 @@ impl MemoryRetriever {
                     .then_with(|| id_order(a, b))
             }),
             Ranking::Banded => scored.sort_by(|a, b| {
-                let bucket = |s: &ScoredMemory| ((1.0 - s.parts.relevance) / band).floor() as i64;
+                let bucket = |s: &Candidate| ((1.0 - s.parts.relevance) / band).floor() as i64;
                 bucket(a)
                     .cmp(&bucket(b))
                     .then_with(|| b.score.total_cmp(&a.score))
