@@ -1,5 +1,6 @@
 mod agent_cli;
 mod audit_cli;
+mod forge_cli;
 mod index_cli;
 mod safety_cli;
 mod tools_cli;
