@@ -29,6 +29,11 @@ pub const DEFAULT_CONFIG: &str = r#"# Alembic project configuration. Every setti
 # archive_days = 30
 # forget_days = 90
 
+[forge]
+# Let `alembic forge generate` run LLM-written tools in the QuickJS sandbox (also turned on by
+# ALEMBIC_ENABLE_FORGE_GENERATE=true). Off by default; reuse and compose are always available.
+# generate = false
+
 # Override or add capabilities and presets:
 # [capabilities.my_review]
 # description = "review changes"
