@@ -135,14 +135,25 @@ impl ProjectGraph {
         let mut files: Vec<&FileSummary> = files.into_iter().collect();
         files.sort_by(|a, b| a.path.cmp(&b.path));
         let mut graph = ProjectGraph::default();
+        let started = std::time::Instant::now();
+        let lap = |phase: &str| {
+            tracing::debug!(
+                phase,
+                ms = started.elapsed().as_millis() as u64,
+                "graph build"
+            )
+        };
         for file in &files {
             graph.add_file(file);
         }
         graph.fix_protocol_superclasses();
         graph.add_implicit_go_conformances();
         graph.index_relations();
+        lap("types");
         graph.calls = CallIndex::build(&graph, &files);
+        lap("calls");
         graph.modules = ModuleGraph::build(&graph, &files);
+        lap("modules");
         graph.entry_points = crate::topology::entry_points(&graph, &files);
         graph.count_totals(files.len());
         graph
