@@ -1,0 +1,17 @@
+//! Benchmarks for Alembic, run through the `alembic-bench` binary (`src/main.rs` dispatches
+//! one subcommand to each module). They print figures; targets are asserted by tests.
+//!
+//! - [`locomo`]: LoCoMo turn retrieval for persistent memory (hit@k, MRR, nDCG, latency).
+//! - [`memory_scale`]: retrieval latency at 500 and 100,000 memories, add+consolidate throughput.
+//! - [`durability`]: the writer process used by the multi-process durability test.
+//!
+//! ```no_run
+//! let data = std::path::Path::new("../shared/data/locomo-dev.json");
+//! let conversations = alembic_bench::locomo::load(data).unwrap();
+//! let report = alembic_bench::locomo::evaluate(&conversations, None).unwrap();
+//! println!("{}", alembic_bench::locomo::render(&report));
+//! ```
+
+pub mod durability;
+pub mod locomo;
+pub mod memory_scale;

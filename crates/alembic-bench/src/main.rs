@@ -1,0 +1,104 @@
+//! `alembic-bench`: benchmarks that print figures. One subcommand per module of the library.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use alembic_bench::{durability, locomo, memory_scale};
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "alembic-bench",
+    about = "Alembic benchmarks (build with --release for timings)"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// LoCoMo turn retrieval: hit@1/5/10, MRR, nDCG@10, latency; default vs relevance-only.
+    Locomo {
+        /// LoCoMo JSON (the dev split lives in ../shared/data/locomo-dev.json).
+        #[arg(long)]
+        data: PathBuf,
+        /// Directory with all-MiniLM-L6-v2 (model.safetensors, tokenizer.json, config.json);
+        /// without it retrieval is lexical only.
+        #[arg(long)]
+        embedder_dir: Option<PathBuf>,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Persistent memory at scale: retrieval p50/p95 and add+consolidate throughput.
+    MemoryScale {
+        /// Store sizes to measure.
+        #[arg(long, value_delimiter = ',', default_value = "500,100000")]
+        sizes: Vec<usize>,
+        /// Queries per size.
+        #[arg(long, default_value_t = 200)]
+        queries: usize,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Writer process of the durability test (prints `ack <id>` per committed write).
+    #[command(hide = true)]
+    DurabilityWriter {
+        #[arg(long)]
+        db: PathBuf,
+        #[arg(long)]
+        writer: u32,
+        #[arg(long, default_value_t = 10_000)]
+        duration_ms: u64,
+    },
+}
+
+fn main() -> Result<()> {
+    match Cli::parse().command {
+        Command::Locomo {
+            data,
+            embedder_dir,
+            json,
+        } => run_locomo(&data, embedder_dir, json),
+        Command::MemoryScale {
+            sizes,
+            queries,
+            json,
+        } => {
+            let report = memory_scale::run(&sizes, queries)?;
+            print(json, &report, memory_scale::render(&report))
+        }
+        Command::DurabilityWriter {
+            db,
+            writer,
+            duration_ms,
+        } => {
+            durability::run_writer(&db, writer, Duration::from_millis(duration_ms))?;
+            Ok(())
+        }
+    }
+}
+
+fn run_locomo(data: &std::path::Path, embedder_dir: Option<PathBuf>, json: bool) -> Result<()> {
+    let conversations = locomo::load(data)?;
+    let embedder: Option<Arc<dyn alembic_memory::Embedder>> = match embedder_dir {
+        Some(dir) => {
+            alembic_memory::build_embedder(&alembic_memory::EmbedderConfig::Local { dir })?
+        }
+        None => None,
+    };
+    let report = locomo::evaluate(&conversations, embedder)?;
+    print(json, &report, locomo::render(&report))
+}
+
+fn print<T: serde::Serialize>(json: bool, value: &T, text: String) -> Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(value)?);
+    } else {
+        print!("{text}");
+    }
+    Ok(())
+}

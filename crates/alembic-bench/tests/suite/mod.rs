@@ -1,0 +1,2 @@
+mod durability;
+mod locomo;
