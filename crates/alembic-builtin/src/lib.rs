@@ -64,14 +64,20 @@ pub fn register_builtin_tools(registry: &ToolRegistry) -> Result<(), RegistryErr
     alembic_code::register_tools(registry)?;
     alembic_safety::register_tools(registry)?;
     alembic_context::tools::register_tools(registry)?;
+    alembic_memory::tools::register_tools(registry)?;
     Ok(())
 }
 
 /// Shared state handed to tool handlers. Each domain crate adds what its tools need.
-fn build_services(_root: &Path, _config: &ProjectConfig) -> Result<Services, RuntimeError> {
+fn build_services(root: &Path, _config: &ProjectConfig) -> Result<Services, RuntimeError> {
     let mut builder = Services::builder();
     // Agent runs attach their working memory here; the memory tools (note_finding…) find it.
     builder.add(Arc::new(alembic_context::LoopDirectory::default()));
+    // The memory tools' store; it opens .alembic/alembic.db on first use, not here.
+    builder.add(Arc::new(alembic_memory::tools::MemoryService::for_project(
+        root,
+        alembic_memory::MemoryConfig::default(),
+    )));
     Ok(builder.build())
 }
 

@@ -38,6 +38,7 @@ mod rows;
 mod schema;
 mod store;
 pub mod text;
+pub mod tools;
 
 pub use clock::{Clock, DAY_MS, ManualClock, SystemClock};
 pub use config::{ConsolidationConfig, MemoryConfig, Ranking, RetrievalConfig};

@@ -79,7 +79,7 @@ async def memory_scenario(client, calls):
         client,
         calls,
         "memory_remember",
-        {"content": "The payment module uses the Coordinator pattern", "type": "fact", "importance": 0.8},
+        {"content": "The payment module uses the Coordinator pattern", "type": "fact", "importance": 8},
     )
     check(not kept.is_error, f"memory_remember failed: {text_of(kept)}")
     memory_id = find_id(kept.structured_content)
