@@ -3,6 +3,7 @@
 //!
 //! - [`locomo`]: LoCoMo turn retrieval for persistent memory (hit@k, MRR, nDCG, latency).
 //! - [`memory_scale`]: retrieval latency at 500 and 100,000 memories, add+consolidate throughput.
+//! - [`mcp`]: `alembic mcp` spawn-to-first-`tools/list` time and cheap-call throughput.
 //! - [`durability`]: the writer process used by the multi-process durability test.
 //!
 //! ```no_run
@@ -14,4 +15,5 @@
 
 pub mod durability;
 pub mod locomo;
+pub mod mcp;
 pub mod memory_scale;

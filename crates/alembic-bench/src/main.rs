@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use alembic_bench::{durability, locomo, memory_scale};
+use alembic_bench::{durability, locomo, mcp, memory_scale};
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
@@ -44,6 +44,23 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// `alembic mcp` over stdio: spawn → first tools/list answer, and calls/s of a cheap tool.
+    Mcp {
+        /// Project the server opens (any directory; .alembic/ is created in it).
+        #[arg(long)]
+        project: PathBuf,
+        /// The alembic binary (default: next to this one).
+        #[arg(long)]
+        alembic: Option<PathBuf>,
+        /// How many times to spawn the server for the startup figure.
+        #[arg(long, default_value_t = 20)]
+        spawns: usize,
+        /// Calls for the throughput figure.
+        #[arg(long, default_value_t = 2000)]
+        calls: usize,
+        #[arg(long)]
+        json: bool,
+    },
     /// Writer process of the durability test (prints `ack <id>` per committed write).
     #[command(hide = true)]
     DurabilityWriter {
@@ -70,6 +87,20 @@ fn main() -> Result<()> {
         } => {
             let report = memory_scale::run(&sizes, queries)?;
             print(json, &report, memory_scale::render(&report))
+        }
+        Command::Mcp {
+            project,
+            alembic,
+            spawns,
+            calls,
+            json,
+        } => {
+            let alembic = match alembic {
+                Some(p) => p,
+                None => std::env::current_exe()?.with_file_name("alembic"),
+            };
+            let report = mcp::run(&alembic, &project, spawns, calls)?;
+            print(json, &report, mcp::render(&report))
         }
         Command::DurabilityWriter {
             db,
