@@ -48,6 +48,9 @@ enum Command {
     /// Explain the safety verdict for a command or a path (runs and touches nothing)
     #[command(subcommand)]
     Safety(cmd::safety::SafetyCommand),
+    /// Persistent memory: add (consolidating), search, list, show, forget, gc, stats, export, import
+    #[command(subcommand)]
+    Memory(cmd::memory::MemoryCommand),
     /// Ask the agent one question about the project (answer, then a short trace)
     Ask(cmd::ask::AskArgs),
     /// Talk with the agent about the project (/tools, /memory, /exit)
@@ -67,6 +70,7 @@ fn main() {
         Command::Mcp(a) => cmd::mcp::run(a),
         Command::Index(a) => cmd::index::run(a),
         Command::Safety(c) => cmd::safety::run(c),
+        Command::Memory(c) => cmd::memory::run(c),
         Command::Ask(a) => cmd::ask::run(a),
         Command::Chat(a) => cmd::chat::run(a),
         Command::Forge(c) => cmd::forge::run(c),

@@ -7,5 +7,6 @@ pub mod forge;
 pub mod index;
 pub mod init;
 pub mod mcp;
+pub mod memory;
 pub mod safety;
 pub mod tools;
