@@ -48,6 +48,7 @@ pub struct ProjectRuntime {
     services: Services,
     safety: Arc<dyn SafetyCheck>,
     audit: Option<Arc<AuditLog>>,
+    forged_tools: Vec<String>,
 }
 
 impl std::fmt::Debug for ProjectRuntime {
@@ -88,7 +89,8 @@ impl ProjectRuntime {
         let config = ProjectConfig::load(&root)?;
         let registry = Arc::new(ToolRegistry::new());
         register_builtin_tools(&registry)?;
-        load_forged_tools(&registry, &root, &config);
+        let forged = load_forged_tools(&registry, &root, &config);
+        let forged_tools = forged.saved.into_iter().chain(forged.temporary).collect();
         let services = build_services(&root, &config)?;
         let safety =
             alembic_safety::PolicySafetyCheck::for_root(&root).map_err(RuntimeError::Setup)?;
@@ -99,6 +101,7 @@ impl ProjectRuntime {
             services,
             safety: Arc::new(safety),
             audit: None,
+            forged_tools,
         })
     }
 
@@ -110,11 +113,21 @@ impl ProjectRuntime {
         Ok(rt)
     }
 
-    /// A caller with the allowlist of `preset` (the config's default preset when `None`).
+    /// A caller with the allowlist of `preset` (the config's default preset when `None`),
+    /// plus the tools the project forged and saved. Adding those grants nothing new: each of
+    /// their steps is a nested call checked against this same allowlist.
     pub fn caller(&self, id: &str, preset: Option<&str>) -> Result<Caller, RuntimeError> {
         let preset = preset.unwrap_or(self.config.default_preset());
-        let allowlist = self.config.presets.allowlist(preset)?;
+        let mut allowlist = self.config.presets.allowlist(preset)?;
+        for name in &self.forged_tools {
+            allowlist.insert(name.clone());
+        }
         Ok(Caller::new(id, allowlist))
+    }
+
+    /// Names of the forged tools loaded from `.alembic/tools/`.
+    pub fn forged_tools(&self) -> &[String] {
+        &self.forged_tools
     }
 
     /// A pipeline over the built-in tools with the project's safety policy and audit log.

@@ -67,11 +67,11 @@ pub fn run(cmd: ToolsCommand) -> CmdResult {
 fn list(args: ListArgs) -> CmdResult {
     let rt = ProjectRuntime::inspect(&args.project.project)?;
     let allowlist = match &args.preset {
-        Some(p) => rt
-            .config
-            .presets
-            .allowlist(p)
-            .map_err(|e| UsageError(e.to_string()))?,
+        Some(p) => {
+            rt.caller("cli", Some(p))
+                .map_err(|e| UsageError(e.to_string()))?
+                .allowlist
+        }
         None => Allowlist::All,
     };
     let tools = rt.registry.definitions(&allowlist);

@@ -317,3 +317,24 @@ async fn generate_verifies_the_code_and_keeps_it_until_saved() {
         json!({"pattern": "main", "count": 1})
     );
 }
+
+#[test]
+fn saved_tools_join_every_preset_so_mcp_clients_see_them() {
+    let dir = project();
+    let p = dir.path();
+    alembic(p)
+        .args(["forge", "create", "--spec", "spec.toml"])
+        .assert()
+        .success();
+    let out = alembic(p)
+        .args(["tools", "list", "--preset", "ide", "--json"])
+        .output()
+        .unwrap();
+    let names: Vec<String> = stdout_json(&out)
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect();
+    assert!(names.contains(&"find_with_layout".to_string()), "{names:?}");
+}
