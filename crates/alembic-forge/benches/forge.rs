@@ -9,8 +9,8 @@
 //!   compose_parse_validate_register 23 µs (goal < 10 ms)
 //! - compose_call: three direct pipeline calls 26 µs; analyze_networkkit as one call 56 µs
 //!   (the composed call adds one pipeline pass plus templating: ~2.1x)
-//! - sandbox: native tool call 8.7 µs; cold start of a trivial handler (fresh runtime + context
-//!   + thread) 1.0 ms; a handler making ten tools.call 1.68 ms, so one nested call from the
+//! - sandbox: native tool call 8.7 µs; cold start of a trivial handler (fresh runtime, context
+//!   and thread) 1.0 ms; a handler making ten tools.call 1.68 ms, so one nested call from the
 //!   sandbox costs ~68 µs (about 60 µs over a direct pipeline call: thread hop and channels)
 
 use std::collections::BTreeMap;
