@@ -150,14 +150,16 @@ impl ToolContext {
 
     /// Reports progress of a long call (forwarded to MCP progress notifications and the CLI).
     pub fn progress(&self, message: impl Into<String>, fraction: Option<f64>) {
-        self.pipeline.events().send(crate::events::ToolEvent::new(
-            &self.call_id,
-            "",
-            crate::events::ToolEventKind::Progress {
-                message: message.into(),
-                fraction,
-            },
-        ));
+        self.pipeline.events().send_with(|| {
+            crate::events::ToolEvent::new(
+                &self.call_id,
+                "",
+                crate::events::ToolEventKind::Progress {
+                    message: message.into(),
+                    fraction,
+                },
+            )
+        });
     }
 
     /// Calls another tool as a nested call: same caller and capability, this call as parent,

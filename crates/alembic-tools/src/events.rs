@@ -56,9 +56,15 @@ impl EventBus {
     }
 
     pub fn send(&self, event: ToolEvent) {
+        self.send_with(|| event);
+    }
+
+    /// Builds the event only when somebody listens: the pipeline emits two per call, and
+    /// their string copies are measurable in the per-call overhead.
+    pub fn send_with(&self, event: impl FnOnce() -> ToolEvent) {
         if self.tx.receiver_count() > 0 {
             // An error only means nobody listens any more.
-            let _ = self.tx.send(event);
+            let _ = self.tx.send(event());
         }
     }
 }

@@ -10,8 +10,10 @@
 //! 5. `after` hooks: ObservationRecord → TrackerSignal → TraceRecord (they also see blocked calls)
 //! 6. the audit record and the finished event, for every attempted call
 
+use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -495,8 +497,11 @@ impl Pipeline {
     ) -> ToolOutcome {
         let started = Instant::now();
         self.events
-            .send(ToolEvent::new(&call.id, &call.name, ToolEventKind::Started));
-        let (outcome, args_for_audit) = self.run(&call, cancel).await;
+            .send_with(|| ToolEvent::new(&call.id, &call.name, ToolEventKind::Started));
+        // The raw arguments move into the prepared call instead of being copied.
+        let mut call = call;
+        let raw_args = std::mem::take(&mut call.args);
+        let (outcome, args_for_audit) = self.run(&call, raw_args, cancel).await;
         let mut outcome = outcome;
         outcome.metadata.duration = started.elapsed();
         self.finish(&call, &outcome, args_for_audit);
@@ -506,6 +511,7 @@ impl Pipeline {
     async fn run(
         self: &Arc<Self>,
         call: &ToolCall,
+        raw_args: Value,
         cancel: CancellationToken,
     ) -> (ToolOutcome, Value) {
         let mut meta = ToolMetadata::default();
@@ -519,13 +525,13 @@ impl Pipeline {
                 meta,
             )
             .with_suggestions(suggestions);
-            return (outcome, call.args.clone());
+            return (outcome, raw_args);
         };
         // A caller that may not use the tool learns nothing about its schema: validation is
         // skipped and the AllowlistGate refuses below.
         let args = if call.caller.allowlist.allows(&call.name) {
             match args::prepare(
-                call.args.clone(),
+                raw_args.clone(),
                 &tool.definition.parameters,
                 &tool.validator,
             ) {
@@ -543,11 +549,11 @@ impl Pipeline {
                         None,
                         meta,
                     );
-                    return (o, call.args.clone());
+                    return (o, raw_args);
                 }
             }
         } else {
-            call.args.clone()
+            raw_args.clone()
         };
         let prepared = PreparedCall {
             id: call.id.clone(),
@@ -555,7 +561,7 @@ impl Pipeline {
             caller: call.caller.clone(),
             definition: Arc::clone(&tool.definition),
             args,
-            raw_args: call.args.clone(),
+            raw_args,
         };
         let result = match self.run_before(&prepared, &mut meta).await {
             Some(short) => short,
@@ -608,19 +614,27 @@ impl Pipeline {
             call.parent_call_id.clone(),
             token.clone(),
         );
+        if cancel.is_cancelled() {
+            return cancelled_result();
+        }
         let limit = call.definition.timeout.unwrap_or(self.default_timeout);
         let fut =
             std::panic::AssertUnwindSafe(call.definition.handler.call(call.args.clone(), ctx))
                 .catch_unwind();
-        let result = tokio::select! {
-            r = fut => r,
-            _ = tokio::time::sleep(limit) => {
-                token.cancel();
-                return failed(OutcomeStatus::TimedOut, format!("tool \"{}\" timed out after {} s", call.name(), limit.as_secs_f64()), None);
-            }
-            _ = cancel.cancelled() => {
-                return failed(OutcomeStatus::Cancelled, "cancelled by the caller".into(), None);
-            }
+        let mut fut = std::pin::pin!(fut);
+        // Most handlers finish on their first poll. Arming the timer only when one does not
+        // keeps a timer registration (and the driver wake-up it costs) off the common path.
+        let first = std::future::poll_fn(|cx| Poll::Ready(fut.as_mut().poll(cx))).await;
+        let result = match first {
+            Poll::Ready(r) => r,
+            Poll::Pending => tokio::select! {
+                r = fut => r,
+                _ = tokio::time::sleep(limit) => {
+                    token.cancel();
+                    return failed(OutcomeStatus::TimedOut, format!("tool \"{}\" timed out after {} s", call.name(), limit.as_secs_f64()), None);
+                }
+                _ = cancel.cancelled() => return cancelled_result(),
+            },
         };
         match result {
             Ok(Ok(out)) => CallResult::Ok(out),
@@ -658,14 +672,16 @@ impl Pipeline {
         if let Some(sink) = &self.audit {
             sink.record_input(AuditInput::from_outcome(call, outcome, args));
         }
-        self.events.send(ToolEvent::new(
-            &call.id,
-            &call.name,
-            ToolEventKind::Finished {
-                status: outcome.status,
-                duration_ms: outcome.metadata.duration.as_secs_f64() * 1000.0,
-            },
-        ));
+        self.events.send_with(|| {
+            ToolEvent::new(
+                &call.id,
+                &call.name,
+                ToolEventKind::Finished {
+                    status: outcome.status,
+                    duration_ms: outcome.metadata.duration.as_secs_f64() * 1000.0,
+                },
+            )
+        });
     }
 }
 
@@ -686,6 +702,14 @@ fn failed(status: OutcomeStatus, error: String, rule: Option<String>) -> CallRes
         error,
         rule,
     }
+}
+
+fn cancelled_result() -> CallResult {
+    failed(
+        OutcomeStatus::Cancelled,
+        "cancelled by the caller".into(),
+        None,
+    )
 }
 
 fn from_tool_error(e: ToolError) -> CallResult {

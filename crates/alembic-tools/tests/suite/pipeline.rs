@@ -456,6 +456,21 @@ async fn timeouts_and_cancellation_end_the_call() {
         )
         .await;
     assert_eq!(o.status, OutcomeStatus::Cancelled);
+    // A call cancelled before it starts never reaches its handler.
+    assert_eq!(started.load(Ordering::SeqCst), 1);
+    let token = tokio_util::sync::CancellationToken::new();
+    let canceller = token.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        canceller.cancel();
+    });
+    let o = p
+        .execute_with_cancel(
+            ToolCall::new("sleepy", json!({}), trusted_caller("t")),
+            token,
+        )
+        .await;
+    assert_eq!(o.status, OutcomeStatus::Cancelled);
     assert_eq!(started.load(Ordering::SeqCst), 2);
 }
 
