@@ -4,10 +4,12 @@
 //!
 //! Three measurements on a no-op tool: the handler called directly; the pipeline with its
 //! gates, argument validation and a no-op audit sink; and the pipeline with the real SQLite
-//! audit log (records are written by a background thread). Run:
+//! audit log (records are written by a background thread); and the overhead itself, taken
+//! as the difference of interleaved chunks so that outside load hits both sides. Run:
 //! `cargo bench -p alembic-tools --bench pipeline`.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use alembic_tools::*;
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -72,6 +74,41 @@ fn bench(c: &mut Criterion) {
     });
     g.bench_function("pipeline_sqlite_audit", |b| {
         b.iter(|| rt.block_on(audited.execute(ToolCall::new("noop", args.clone(), caller.clone()))))
+    });
+    // The difference itself, measured in interleaved chunks so that load from other
+    // processes falls on both sides alike: time(pipeline) - time(direct) per call.
+    g.bench_function("overhead_null_audit_interleaved", |b| {
+        b.iter_custom(|iters| {
+            let mut pipeline = Duration::ZERO;
+            let mut direct = Duration::ZERO;
+            let mut left = iters;
+            while left > 0 {
+                let chunk = left.min(64);
+                let t = Instant::now();
+                for _ in 0..chunk {
+                    std::hint::black_box(rt.block_on(null.execute(ToolCall::new(
+                        "noop",
+                        args.clone(),
+                        caller.clone(),
+                    ))));
+                }
+                pipeline += t.elapsed();
+                let t = Instant::now();
+                for _ in 0..chunk {
+                    std::hint::black_box(
+                        rt.block_on(
+                            tool.definition
+                                .handler
+                                .call(args.clone(), dummy_context(&null, &caller)),
+                        ),
+                    );
+                }
+                direct += t.elapsed();
+                left -= chunk;
+            }
+            // Criterion refuses a zero sample; a small sample can come out negative by noise.
+            pipeline.saturating_sub(direct).max(Duration::from_nanos(1))
+        })
     });
     g.finish();
     audit.flush().unwrap();
