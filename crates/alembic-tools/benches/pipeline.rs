@@ -95,7 +95,7 @@ fn bench(c: &mut Criterion) {
                 pipeline += t.elapsed();
                 let t = Instant::now();
                 for _ in 0..chunk {
-                    std::hint::black_box(
+                    let _ = std::hint::black_box(
                         rt.block_on(
                             tool.definition
                                 .handler
