@@ -3,7 +3,7 @@
 //! The key covers the tool, its canonical normalised arguments, the project root and the
 //! fingerprint of the policy in force, so that two calls share an entry only when they would
 //! be judged and answered the same way. Only side-effect-free tools are cached, and only
-//! successful results. Richer caches (for example SessionStore's, which also hashes file
+//! successful results; a successful side-effecting call empties the cache. Richer caches (for example SessionStore's, which also hashes file
 //! contents) build on [`cache_key`].
 
 use std::collections::HashMap;
@@ -96,14 +96,16 @@ impl Middleware for ResultCache {
         result: &CallResult,
         meta: &mut ToolMetadata,
     ) -> Result<(), MiddlewareError> {
-        if meta.cache_hit || !call.effect().is_side_effect_free() {
+        let CallResult::Ok(out) = result else {
             return Ok(());
-        }
-        if let CallResult::Ok(out) = result {
-            self.entries
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(self.key(call), out.clone());
+        };
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        if !call.effect().is_side_effect_free() {
+            // The key does not see file or store contents, so any successful write may have
+            // changed what a cached read would answer.
+            entries.clear();
+        } else if !meta.cache_hit {
+            entries.insert(self.key(call), out.clone());
         }
         Ok(())
     }

@@ -324,6 +324,47 @@ async fn side_effecting_tools_are_never_cached() {
 }
 
 #[tokio::test]
+async fn a_successful_write_empties_the_result_cache() {
+    let journal = Journal::default();
+    let registry = Arc::new(ToolRegistry::new());
+    registry
+        .register(echo_tool(&journal, EffectClass::ReadOnly))
+        .unwrap();
+    registry
+        .register(tool_with(
+            "write_something",
+            EffectClass::WritesProjectFiles,
+            handler_fn(|_, _| async { Ok(ToolOutput::json(json!({"written": true}))) }),
+        ))
+        .unwrap();
+    struct AllowAll;
+    impl SafetyCheck for AllowAll {
+        fn check(&self, _: &PreparedCall) -> SafetyDecision {
+            SafetyDecision::Allow
+        }
+    }
+    let cache = Arc::new(ResultCache::new("/p", "x"));
+    let p = Pipeline::builder(registry, "/p")
+        .safety(Arc::new(AllowAll))
+        .middleware(cache.clone())
+        .build();
+    let read = || call(json!({"pattern": "a"}));
+    assert!(!p.execute(read()).await.metadata.cache_hit);
+    assert!(p.execute(read()).await.metadata.cache_hit);
+    let write = p
+        .execute(ToolCall::new(
+            "write_something",
+            json!({}),
+            trusted_caller("test"),
+        ))
+        .await;
+    assert_eq!(write.status, OutcomeStatus::Ok);
+    assert!(cache.is_empty());
+    assert!(!p.execute(read()).await.metadata.cache_hit);
+    assert_eq!(journal.take(), ["handler", "handler"]);
+}
+
+#[tokio::test]
 async fn the_default_safety_allows_only_read_only_tools() {
     let f = fixture(vec![], EffectClass::WritesProjectFiles);
     let o = f.pipeline.execute(call(json!({}))).await;
