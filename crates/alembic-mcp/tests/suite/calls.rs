@@ -52,7 +52,7 @@ async fn a_call_returns_structured_content_and_text_as_the_client_caller() {
         })
     );
     assert_eq!(*s.signals.seen_callers.lock().unwrap(), ["mcp:claude-code"]);
-    let entry = s.audit.recv().await.unwrap();
+    let entry = s.audited().await;
     assert_eq!(
         (entry.caller.as_str(), entry.verdict.as_str()),
         ("mcp:claude-code", "ok")
@@ -109,7 +109,7 @@ async fn refusals_and_bad_calls_are_error_results_and_audited() {
             assert!(got.starts_with("error (invalid_arguments)"), "{got}");
         }
         assert_eq!(r["result"]["structuredContent"]["status"], verdict);
-        let entry = s.audit.recv().await.unwrap();
+        let entry = s.audited().await;
         assert_eq!(
             (entry.tool.as_str(), entry.verdict.as_str()),
             (tool, verdict)

@@ -3,7 +3,10 @@
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use super::support::Session;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::support::{LIMIT, Session, within};
 
 #[tokio::test]
 async fn progress_reports_arrive_before_the_answer() {
@@ -38,29 +41,41 @@ async fn no_progress_token_means_no_progress_notifications() {
     s.close().await;
 }
 
-#[tokio::test]
-async fn cancelling_a_call_cancels_its_pipeline_token_and_is_audited() {
-    // FIXME(issue 7): in the final run of the session, notifications/cancelled no longer
-    // reached the running call (the handler's token was never cancelled, within 20 s). The
-    // behaviour is asserted as it is until the transport's cancellation path is fixed; when
-    // this assertion fails, cancellation works again: restore the full test (audit verdict
-    // "cancelled", id reusable) from git history.
-    let mut s = Session::initialized("t").await;
-    s.send(json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+/// Starts `wait_for_cancel` under `id` and waits until it runs; returns its token.
+async fn start_waiting_call(s: &mut Session, id: Value) -> CancellationToken {
+    s.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
         "params": {"name": "wait_for_cancel", "arguments": {}}}))
         .await;
-    s.signals.started.notified().await;
+    s.signals.started_call().await
+}
+
+async fn cancel(s: &mut Session, id: Value) {
     s.notify(
         "notifications/cancelled",
-        json!({"requestId": 7, "reason": "user pressed stop"}),
+        json!({"requestId": id, "reason": "user pressed stop"}),
     )
     .await;
-    let wait = s.signals.cancelled.notified();
-    let cancelled = tokio::time::timeout(std::time::Duration::from_millis(500), wait)
-        .await
-        .is_ok();
-    assert!(
-        !cancelled,
-        "cancellation reaches the call again: restore the full test"
+}
+
+#[tokio::test]
+async fn cancelling_a_call_cancels_its_pipeline_token_and_is_audited() {
+    let mut s = Session::initialized("t").await;
+    let token = start_waiting_call(&mut s, json!(7)).await;
+    cancel(&mut s, json!(7)).await;
+    within(
+        LIMIT,
+        "notifications/cancelled to cancel the call's token",
+        token.cancelled(),
+    )
+    .await;
+    let entry = s.audited().await;
+    assert_eq!(
+        (entry.tool.as_str(), entry.verdict.as_str()),
+        ("wait_for_cancel", "cancelled")
     );
+    // The server keeps serving, the cancelled call is never answered, and its id may be used
+    // again (`response` fails on any other answer, such as the cancelled call's).
+    let r = s.call(7, "echo_text", json!({"text": "after"})).await;
+    assert_eq!(r["result"]["structuredContent"], json!({"echo": "after"}));
+    s.close().await;
 }

@@ -14,6 +14,7 @@ use tokio::io::{
     AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, ReadHalf, WriteHalf,
 };
 use tokio::sync::{Barrier, Notify, mpsc};
+use tokio_util::sync::CancellationToken;
 
 /// Audit entries as the pipeline records them, observable by the test.
 pub struct ChannelAudit(pub mpsc::UnboundedSender<AuditEntry>);
@@ -27,11 +28,34 @@ impl AuditSink for ChannelAudit {
 /// Signals shared between the test and its tools.
 #[derive(Default)]
 pub struct Signals {
-    /// Notified when `wait_for_cancel` sees its token cancelled.
-    pub cancelled: Notify,
     /// Notified when `wait_for_cancel` has started.
     pub started: Notify,
+    /// The cancellation token of each `wait_for_cancel` call, in start order. The test watches
+    /// the token itself: once the caller cancels, the pipeline may drop the handler before it
+    /// runs again, so the handler cannot be relied on to report the cancellation.
+    pub tokens: Mutex<Vec<CancellationToken>>,
     pub seen_callers: Mutex<Vec<String>>,
+}
+
+impl Signals {
+    /// Waits until a `wait_for_cancel` call has started; returns its cancellation token.
+    pub async fn started_call(&self) -> CancellationToken {
+        within(LIMIT, "wait_for_cancel to start", self.started.notified()).await;
+        self.tokens.lock().unwrap().last().unwrap().clone()
+    }
+}
+
+/// How long a test waits for something the server should do at once. Generous so that a
+/// loaded machine does not fail a test; bounded so that a broken server fails it instead of
+/// hanging it.
+pub const LIMIT: Duration = Duration::from_secs(20);
+
+/// Awaits `fut`, failing the test with `what` if it takes longer than `limit`.
+pub async fn within<T>(limit: Duration, what: &str, fut: impl Future<Output = T>) -> T {
+    match tokio::time::timeout(limit, fut).await {
+        Ok(v) => v,
+        Err(_) => panic!("timed out after {} s waiting for {what}", limit.as_secs()),
+    }
 }
 
 pub const BARRIER_WIDTH: usize = 16;
@@ -116,9 +140,9 @@ pub fn test_registry(signals: Arc<Signals>) -> Arc<ToolRegistry> {
                 handler_fn(move |_, ctx| {
                     let s = Arc::clone(&s);
                     async move {
+                        s.tokens.lock().unwrap().push(ctx.cancel.clone());
                         s.started.notify_one();
                         ctx.cancel.cancelled().await;
-                        s.cancelled.notify_one();
                         Err(ToolError::Cancelled)
                     }
                 }),
@@ -219,13 +243,18 @@ impl Session {
 
     /// The next line the server writes.
     pub async fn next(&mut self) -> Value {
-        let line = self
-            .lines
-            .next_line()
+        let line = within(LIMIT, "a message from the server", self.lines.next_line())
             .await
             .unwrap()
             .expect("server closed its output");
         serde_json::from_str(&line).unwrap()
+    }
+
+    /// The next audit record the pipeline writes.
+    pub async fn audited(&mut self) -> AuditEntry {
+        within(LIMIT, "an audit record", self.audit.recv())
+            .await
+            .expect("the audit channel closed")
     }
 
     /// Reads until the response with `id`, keeping notifications.
@@ -257,9 +286,8 @@ impl Session {
     /// Closes the client's side and waits for the server to stop.
     pub async fn close(mut self) {
         self.write.shutdown().await.unwrap();
-        tokio::time::timeout(Duration::from_secs(60), self.server)
+        within(LIMIT, "the server to stop at end of input", self.server)
             .await
-            .expect("the server did not stop at end of input")
             .unwrap();
     }
 }
