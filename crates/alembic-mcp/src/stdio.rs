@@ -16,10 +16,17 @@
 //!   with `-32600` and `"id": null`;
 //! - a request whose id is still in use gets `-32600` with that id.
 //!
+//! Request ids are renamed on the way in: rmcp sees a fresh number for every request, and the
+//! answer goes out under the client's own id. rmcp forgets a request when it is cancelled, so
+//! without the renaming a client that reuses the id of a cancelled call (which this server
+//! allows) could get the cancelled call's late answer in place of the new one, and the new
+//! call's answer would be dropped. A `notifications/cancelled` is passed on under the id rmcp
+//! knows; one for a request that is not in progress is ignored, as MCP says.
+//!
 //! [`serve_stdio`] restarts rmcp's handshake when it gives up before `initialize`, so only
 //! end of input stops the server.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex as StdMutex};
 
 use rmcp::RoleServer;
@@ -45,7 +52,7 @@ const MAX_DETAIL_CHARS: usize = 300;
 pub struct LineTransport<R, W> {
     reader: Arc<Mutex<ReaderState<R>>>,
     writer: Arc<Mutex<W>>,
-    in_flight: Arc<StdMutex<HashSet<String>>>,
+    ids: Arc<StdMutex<RequestIds>>,
 }
 
 impl<R, W> Clone for LineTransport<R, W> {
@@ -53,7 +60,7 @@ impl<R, W> Clone for LineTransport<R, W> {
         LineTransport {
             reader: Arc::clone(&self.reader),
             writer: Arc::clone(&self.writer),
-            in_flight: Arc::clone(&self.in_flight),
+            ids: Arc::clone(&self.ids),
         }
     }
 }
@@ -89,7 +96,7 @@ where
                 replies: JoinSet::new(),
             })),
             writer: Arc::new(Mutex::new(writer)),
-            in_flight: Arc::new(StdMutex::new(HashSet::new())),
+            ids: Arc::new(StdMutex::new(RequestIds::default())),
         }
     }
 
@@ -159,13 +166,14 @@ where
         }
     }
 
-    /// Tracks request ids in use; refuses a request that reuses one.
-    fn admit(&self, msg: ClientJsonRpcMessage) -> Verdict {
-        let mut in_flight = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
-        match &msg {
-            JsonRpcMessage::Request(req) => {
-                let key = id_key(&req.id);
-                if !in_flight.insert(key) {
+    /// Tracks request ids in use: refuses a request that reuses one, gives rmcp its own id
+    /// for each request, and points a cancellation at that id.
+    fn admit(&self, mut msg: ClientJsonRpcMessage) -> Verdict {
+        let mut ids = self.ids.lock().unwrap_or_else(|e| e.into_inner());
+        match &mut msg {
+            JsonRpcMessage::Request(req) => match ids.start(&req.id) {
+                Some(internal) => req.id = internal,
+                None => {
                     let id = serde_json::to_value(&req.id).unwrap_or(Value::Null);
                     let text = "request id is already used by a request in progress; use a new id";
                     return Verdict::Answer(vec![error_line(
@@ -174,13 +182,19 @@ where
                         text,
                     )]);
                 }
-            }
+            },
             JsonRpcMessage::Notification(n) => {
-                // A cancelled request is never answered, so its id becomes free again.
-                if let ClientNotification::CancelledNotification(c) = &n.notification
+                if let ClientNotification::CancelledNotification(c) = &mut n.notification
                     && let Some(id) = &c.params.request_id
                 {
-                    in_flight.remove(&id_key(id));
+                    // A cancelled request is never answered, so its id is free again at once.
+                    match ids.cancel(id) {
+                        Some(internal) => c.params.request_id = Some(internal),
+                        None => {
+                            tracing::debug!(%id, "ignoring the cancellation of a request not in progress");
+                            return Verdict::Ignore;
+                        }
+                    }
                 }
             }
             JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_) => {}
@@ -188,18 +202,65 @@ where
         Verdict::Message(Box::new(msg))
     }
 
-    fn release(&self, msg: &ServerJsonRpcMessage) {
-        let id = match msg {
-            JsonRpcMessage::Response(r) => Some(&r.id),
-            JsonRpcMessage::Error(e) => e.id.as_ref(),
-            _ => None,
+    /// Puts the client's id back on an answer and frees it. `None` when the answer is for a
+    /// request that was cancelled: the client no longer waits for it, and may have reused its
+    /// id already.
+    ///
+    /// The id is free before the answer is written: the client cannot learn that the request
+    /// ended, and so reuse its id, any earlier.
+    fn outgoing(&self, mut msg: ServerJsonRpcMessage) -> Option<ServerJsonRpcMessage> {
+        let slot = match &mut msg {
+            JsonRpcMessage::Response(r) => Some(&mut r.id),
+            JsonRpcMessage::Error(e) => e.id.as_mut(),
+            JsonRpcMessage::Request(_) | JsonRpcMessage::Notification(_) => None,
         };
-        if let Some(id) = id {
-            self.in_flight
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(&id_key(id));
+        let Some(slot) = slot else {
+            return Some(msg);
+        };
+        let mut ids = self.ids.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(client) = ids.finish(slot) else {
+            tracing::debug!(id = %slot, "dropping the answer to a cancelled request");
+            return None;
+        };
+        *slot = client;
+        Some(msg)
+    }
+}
+
+/// The requests in progress: the client's id (as its JSON text) and the id rmcp knows.
+#[derive(Default)]
+struct RequestIds {
+    next: i64,
+    by_client: HashMap<String, RequestId>,
+    by_internal: HashMap<RequestId, RequestId>,
+}
+
+impl RequestIds {
+    /// Registers a new request; `None` when its id is already in use.
+    fn start(&mut self, client: &RequestId) -> Option<RequestId> {
+        let key = id_key(client);
+        if self.by_client.contains_key(&key) {
+            return None;
         }
+        self.next += 1;
+        let internal = RequestId::Number(self.next);
+        self.by_client.insert(key, internal.clone());
+        self.by_internal.insert(internal.clone(), client.clone());
+        Some(internal)
+    }
+
+    /// Forgets a cancelled request; the id rmcp knows it by, if it was in progress.
+    fn cancel(&mut self, client: &RequestId) -> Option<RequestId> {
+        let internal = self.by_client.remove(&id_key(client))?;
+        self.by_internal.remove(&internal);
+        Some(internal)
+    }
+
+    /// Forgets an answered request; the client's id for it, if it was in progress.
+    fn finish(&mut self, internal: &RequestId) -> Option<RequestId> {
+        let client = self.by_internal.remove(internal)?;
+        self.by_client.remove(&id_key(&client));
+        Some(client)
     }
 }
 
@@ -372,17 +433,14 @@ where
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let writer = Arc::clone(&self.writer);
-        let encoded = serde_json::to_vec(&item).map(|mut v| {
-            v.push(b'\n');
-            v
-        });
-        let this = self.clone();
+        let outgoing = self.outgoing(item);
         async move {
-            let line = encoded.map_err(std::io::Error::other)?;
-            write_line(&writer, &line).await?;
-            // Free the id only once the answer is out, so a reuse cannot overtake it.
-            this.release(&item);
-            Ok(())
+            let Some(item) = outgoing else {
+                return Ok(());
+            };
+            let mut line = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
+            line.push(b'\n');
+            write_line(&writer, &line).await
         }
     }
 

@@ -79,3 +79,58 @@ async fn cancelling_a_call_cancels_its_pipeline_token_and_is_audited() {
     assert_eq!(r["result"]["structuredContent"], json!({"echo": "after"}));
     s.close().await;
 }
+
+/// The real server runs on a multi-threaded runtime, where the cancelled call finishes while
+/// the reuse is already running.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_id_reused_right_after_its_cancellation_gets_the_new_calls_answer() {
+    let mut s = Session::initialized("t").await;
+    for round in 0..20 {
+        let token = start_waiting_call(&mut s, json!("job")).await;
+        // The cancellation and the reuse arrive together, before the cancelled call has ended.
+        let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": "job"}});
+        let reuse = json!({"jsonrpc": "2.0", "id": "job", "method": "tools/call",
+            "params": {"name": "echo_text", "arguments": {"text": format!("round {round}")}}});
+        s.send_raw(format!("{cancel}\n{reuse}").as_bytes()).await;
+        let r = s.response(json!("job")).await;
+        assert_eq!(
+            r["result"]["structuredContent"],
+            json!({"echo": format!("round {round}")}),
+            "round {round}"
+        );
+        within(LIMIT, "the cancelled call's token", token.cancelled()).await;
+    }
+    // Nothing else is on its way: the next answer is the ping's.
+    s.send(json!({"jsonrpc": "2.0", "id": "last", "method": "ping"}))
+        .await;
+    assert_eq!(s.next().await["id"], json!("last"));
+    s.close().await;
+}
+
+#[tokio::test]
+async fn cancelling_a_request_not_in_progress_changes_nothing() {
+    let mut s = Session::initialized("t").await;
+    let token = start_waiting_call(&mut s, json!("long")).await;
+    // Ids the client never used, or already finished: none of them may reach the running call.
+    s.call(2, "echo_text", json!({"text": "done"})).await;
+    for id in [
+        json!(1),
+        json!(2),
+        json!(3),
+        json!(4),
+        json!("other"),
+        json!(-1),
+    ] {
+        cancel(&mut s, id).await;
+    }
+    let r = s.request(5, "ping", json!({})).await;
+    assert_eq!(r["result"], json!({}));
+    assert!(
+        !token.is_cancelled(),
+        "an unrelated cancellation reached the call"
+    );
+    cancel(&mut s, json!("long")).await;
+    within(LIMIT, "the call's token", token.cancelled()).await;
+    s.close().await;
+}
