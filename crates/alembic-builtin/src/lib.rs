@@ -11,6 +11,7 @@
 //! # let _ = (caller, pipeline);
 //! ```
 
+pub mod code_embedder;
 pub mod config;
 
 use std::path::{Path, PathBuf};
@@ -70,8 +71,11 @@ pub fn register_builtin_tools(registry: &ToolRegistry) -> Result<(), RegistryErr
 }
 
 /// Shared state handed to tool handlers. Each domain crate adds what its tools need.
-fn build_services(root: &Path, _config: &ProjectConfig) -> Result<Services, RuntimeError> {
+fn build_services(root: &Path, config: &ProjectConfig) -> Result<Services, RuntimeError> {
     let mut builder = Services::builder();
+    // Code intelligence; `semantic_search_code` is hybrid when the config chooses an embedder.
+    let code_embedder = code_embedder::configured_embedder(config)?;
+    builder.add(Arc::new(code_embedder::code_service(root, code_embedder)?));
     // Agent runs attach their working memory here; the memory tools (note_finding…) find it.
     builder.add(Arc::new(alembic_context::LoopDirectory::default()));
     // The memory tools' store; it opens .alembic/alembic.db on first use, not here.

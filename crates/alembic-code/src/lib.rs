@@ -42,7 +42,7 @@ pub use extract::{ParseError, summarize};
 pub use graph::{MethodInfo, ProjectGraph, TypeInfo};
 pub use index::{CodeIndex, IndexError, IndexReport, Progress};
 pub use language::Lang;
-pub use semantic::CodeEmbedder;
+pub use semantic::{CodeEmbedder, SearchMode, SemanticSearch};
 pub use service::CodeService;
 pub use summary::{
     CallSite, FileSummary, Import, Method, Property, ReceiverKind, TypeDecl, TypeKind,

@@ -17,8 +17,8 @@ const EMBED_BATCH: usize = 64;
 const BM25_K1: f32 = 1.2;
 const BM25_B: f32 = 0.75;
 
-/// Turns texts into vectors. The memory crate's `Embedder` fits behind this trait with a
-/// three-line adapter; this crate does not depend on it.
+/// Turns texts into vectors. `alembic-builtin` adapts the memory crate's `Embedder` to this
+/// trait (this crate does not depend on the memory crate).
 pub trait CodeEmbedder: Send + Sync {
     fn model_id(&self) -> &str;
     /// One vector per text, in order.
@@ -59,8 +59,42 @@ pub struct SemanticIndex {
     lengths: Vec<usize>,
     document_frequency: HashMap<String, usize>,
     average_length: f32,
+    /// Present when at least one chunk was embedded.
     vectors: Option<Vec<Option<Vec<f32>>>>,
+    /// Model of the configured embedder, even when embedding failed.
     model: Option<String>,
+    /// Why chunks were not embedded (the first failing batch), if they were not.
+    embed_error: Option<String>,
+}
+
+/// Which ranking a search used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SearchMode {
+    /// BM25 blended with cosine similarity of embeddings.
+    Hybrid,
+    /// BM25 only: no embedder configured, or the embedder failed.
+    Lexical,
+}
+
+impl SearchMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            SearchMode::Hybrid => "hybrid",
+            SearchMode::Lexical => "lexical",
+        }
+    }
+}
+
+/// Ranked chunks and how they were ranked.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SemanticSearch {
+    pub hits: Vec<SemanticHit>,
+    pub mode: SearchMode,
+    /// Model id of the configured embedder, if any.
+    pub embedder: Option<String>,
+    /// Why a configured embedder was not used (it failed); the search fell back to lexical.
+    pub fallback: Option<String>,
 }
 
 impl std::fmt::Debug for SemanticIndex {
@@ -142,11 +176,14 @@ impl SemanticIndex {
             average_length,
             vectors: None,
             model: None,
+            embed_error: None,
         }
     }
 
     fn embed_all(&mut self, embedder: &dyn CodeEmbedder) {
+        self.model = Some(embedder.model_id().to_string());
         let mut vectors: Vec<Option<Vec<f32>>> = vec![None; self.chunks.len()];
+        let mut embedded = 0usize;
         let texts: Vec<String> = self
             .chunks
             .iter()
@@ -156,17 +193,24 @@ impl SemanticIndex {
         for (batch_no, batch) in texts.chunks(EMBED_BATCH).enumerate() {
             let refs: Vec<&str> = batch.iter().map(String::as_str).collect();
             // A failing batch leaves those chunks lexical-only rather than failing search.
-            let Ok(out) = embedder.embed(&refs) else {
-                continue;
+            let out = match embedder.embed(&refs) {
+                Ok(out) => out,
+                Err(e) => {
+                    tracing::warn!(error = %e, "code chunk embedding failed; those chunks stay lexical");
+                    self.embed_error.get_or_insert(e);
+                    continue;
+                }
             };
             for (i, v) in out.into_iter().enumerate() {
                 if let Some(slot) = vectors.get_mut(batch_no * EMBED_BATCH + i) {
                     *slot = Some(normalize(v));
+                    embedded += 1;
                 }
             }
         }
-        self.vectors = Some(vectors);
-        self.model = Some(embedder.model_id().to_string());
+        if embedded > 0 {
+            self.vectors = Some(vectors);
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -177,7 +221,7 @@ impl SemanticIndex {
         self.chunks.is_empty()
     }
 
-    /// `hybrid` when vectors exist, else `lexical`.
+    /// `hybrid` when chunk vectors exist, else `lexical` (a search may still fall back).
     pub fn mode(&self) -> &'static str {
         if self.vectors.is_some() {
             "hybrid"
@@ -186,13 +230,52 @@ impl SemanticIndex {
         }
     }
 
-    /// Best `top_k` chunks for `query`, optionally only of one language.
+    /// Best `top_k` chunks for `query`, optionally only of one language, with the mode
+    /// that ranked them: hybrid when the chunks and the query were embedded, else lexical
+    /// (with the embedder's error when one is configured but failed).
     pub fn search(
         &self,
         query: &str,
         top_k: usize,
         language: Option<&str>,
         embedder: Option<&dyn CodeEmbedder>,
+    ) -> SemanticSearch {
+        let (query_vector, query_error) = match (&self.vectors, embedder) {
+            (Some(_), Some(e)) => match e.embed(&[query]) {
+                Ok(mut v) => (v.pop().map(normalize), None),
+                Err(err) => (None, Some(err)),
+            },
+            _ => (None, None),
+        };
+        let fallback = match (&query_vector, embedder) {
+            (Some(_), _) | (None, None) => None,
+            (None, Some(e)) => Some(
+                query_error
+                    .or_else(|| self.embed_error.clone())
+                    .map_or_else(
+                        || format!("embedder {} returned no vector", e.model_id()),
+                        |err| format!("embedder {} failed: {err}", e.model_id()),
+                    ),
+            ),
+        };
+        SemanticSearch {
+            hits: self.rank(query, top_k, language, query_vector.as_deref()),
+            mode: if query_vector.is_some() {
+                SearchMode::Hybrid
+            } else {
+                SearchMode::Lexical
+            },
+            embedder: embedder.map(|e| e.model_id().to_string()),
+            fallback,
+        }
+    }
+
+    fn rank(
+        &self,
+        query: &str,
+        top_k: usize,
+        language: Option<&str>,
+        query_vector: Option<&[f32]>,
     ) -> Vec<SemanticHit> {
         let query_words = words(query);
         let lexical: Vec<f32> = (0..self.chunks.len())
@@ -203,14 +286,6 @@ impl SemanticIndex {
             .copied()
             .fold(0.0f32, f32::max)
             .max(f32::EPSILON);
-        let query_vector = match (&self.vectors, embedder) {
-            (Some(_), Some(e)) => e
-                .embed(&[query])
-                .ok()
-                .and_then(|mut v| v.pop())
-                .map(normalize),
-            _ => None,
-        };
         let mut hits: Vec<SemanticHit> = self
             .chunks
             .iter()
@@ -219,7 +294,6 @@ impl SemanticIndex {
             .map(|(i, c)| {
                 let lex = lexical[i] / max_lexical;
                 let sem = query_vector
-                    .as_ref()
                     .zip(self.vectors.as_ref().and_then(|v| v[i].as_ref()))
                     .map(|(q, v)| dot(q, v).max(0.0));
                 let score = match sem {

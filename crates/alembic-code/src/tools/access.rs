@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use super::{Spec, bool_arg, index_error, int_arg, required, str_arg};
 use crate::files::{self, FileError, FileWindow};
 use crate::search::{self, PatternResult, SearchRequest};
+use crate::semantic::SearchMode;
 use crate::service::CodeService;
 use crate::summary::FileSummary;
 
@@ -433,14 +434,19 @@ fn semantic_search_code(service: &CodeService, args: &Value) -> Result<ToolOutpu
     let top_k = int_arg(args, "topK", 5, 1, 20);
     let language = str_arg(args, "language");
     let index = service.semantic().map_err(index_error)?;
-    let hits = index.search(query, top_k, language, service.embedder());
-    let mut text = format!(
-        "{} results for \"{query}\" ({} over {} code chunks)\n",
-        hits.len(),
-        index.mode(),
-        index.len()
-    );
-    for h in &hits {
+    let found = index.search(query, top_k, language, service.embedder());
+    let mode = found.mode.name();
+    let how = match (&found.embedder, &found.fallback) {
+        (Some(model), None) => format!("{mode} over {} code chunks, embedder {model}", index.len()),
+        (_, Some(reason)) => format!(
+            "{mode} over {} code chunks; {reason}, fell back to lexical",
+            index.len()
+        ),
+        (None, None) => format!("{mode} over {} code chunks", index.len()),
+    };
+    let hits = &found.hits;
+    let mut text = format!("{} results for \"{query}\" ({how})\n", hits.len());
+    for h in hits {
         let _ = writeln!(
             text,
             "{:.2} {} {} — {}:{}",
@@ -450,6 +456,9 @@ fn semantic_search_code(service: &CodeService, args: &Value) -> Result<ToolOutpu
     if hits.is_empty() {
         text.push_str("no match; try search_project_code with a literal identifier\n");
     }
-    let data = json!({"mode": index.mode(), "query": query, "degraded": index.mode() == "lexical", "totalResults": hits.len(), "results": hits});
+    let data = json!({
+        "mode": mode, "embedder": found.embedder, "fallback": found.fallback, "query": query,
+        "degraded": found.mode == SearchMode::Lexical, "totalResults": hits.len(), "results": hits,
+    });
     Ok(ToolOutput::new(data, text))
 }

@@ -1,0 +1,145 @@
+//! Wires the memory crate's embedder into `semantic_search_code`.
+//!
+//! `alembic-code` ranks code chunks through its own small [`CodeEmbedder`] trait so that it
+//! does not depend on the memory crate; [`MemoryCodeEmbedder`] adapts any
+//! [`alembic_memory::Embedder`] to it. The project config chooses the embedder in its
+//! `[memory]` section (`embedder = "none" | "local" | "openai"`); without a choice, code
+//! search stays lexical. The embedder is built on the first semantic search, not when the
+//! runtime opens, so commands that never search do not load a model.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use alembic_code::{CodeEmbedder, CodeService};
+use alembic_memory::{EmbedError, Embedder, EmbedderConfig};
+
+use crate::RuntimeError;
+use crate::config::ProjectConfig;
+
+/// Default OpenAI-compatible endpoint and model for `embedder = "openai"`.
+const OPENAI_URL: &str = "https://api.openai.com/v1";
+const OPENAI_MODEL: &str = "text-embedding-3-small";
+
+/// A memory-crate [`Embedder`] seen as a [`CodeEmbedder`].
+pub struct MemoryCodeEmbedder {
+    inner: Arc<dyn Embedder>,
+}
+
+impl MemoryCodeEmbedder {
+    pub fn new(inner: Arc<dyn Embedder>) -> Self {
+        MemoryCodeEmbedder { inner }
+    }
+}
+
+impl CodeEmbedder for MemoryCodeEmbedder {
+    fn model_id(&self) -> &str {
+        self.inner.model_id()
+    }
+
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+        self.inner.embed(texts).map_err(|e| e.to_string())
+    }
+}
+
+/// An embedder built from its config on first use; a build failure is reported by every
+/// `embed` call (and code search falls back to lexical).
+struct LazyEmbedder {
+    config: EmbedderConfig,
+    label: String,
+    built: OnceLock<Result<Arc<dyn Embedder>, String>>,
+}
+
+impl LazyEmbedder {
+    fn get(&self) -> Result<&Arc<dyn Embedder>, String> {
+        self.built
+            .get_or_init(|| match alembic_memory::build_embedder(&self.config) {
+                Ok(Some(e)) => Ok(e),
+                Ok(None) => Err("no embedder configured".to_string()),
+                Err(e) => Err(e.to_string()),
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+}
+
+impl CodeEmbedder for LazyEmbedder {
+    fn model_id(&self) -> &str {
+        &self.label
+    }
+
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+        self.get()?
+            .embed(texts)
+            .map_err(|e: EmbedError| e.to_string())
+    }
+}
+
+/// The embedder the `[memory]` section of the project config chooses, if any:
+/// `embedder = "local"` (all-MiniLM-L6-v2 from `embedder_model_dir`, or the default model
+/// directory), `embedder = "openai"` (`embedder_url`, `embedder_model`; the key comes from
+/// `OPENAI_API_KEY`, never from the file), or `"none"` / no key for lexical search.
+pub fn configured_embedder(
+    config: &ProjectConfig,
+) -> Result<Option<Arc<dyn CodeEmbedder>>, RuntimeError> {
+    let section = config.section("memory");
+    let text = |key: &str| section.and_then(|s| s.get(key)).and_then(|v| v.as_str());
+    let choice = match section.and_then(|s| s.get("embedder")) {
+        None => return Ok(None),
+        Some(v) => v.as_str().ok_or_else(|| {
+            invalid(format!(
+                "[memory] embedder: expected a string, got {v}; accepted: \"none\", \"local\", \"openai\""
+            ))
+        })?,
+    };
+    let (config, label) = match choice {
+        "none" => return Ok(None),
+        "local" => {
+            let dir = text("embedder_model_dir")
+                .map(PathBuf::from)
+                .or_else(alembic_memory::default_model_dir)
+                .ok_or_else(|| {
+                    invalid("[memory] embedder = \"local\": no model directory; set embedder_model_dir or ALEMBIC_MINILM_DIR".to_string())
+                })?;
+            (
+                EmbedderConfig::Local { dir },
+                "all-MiniLM-L6-v2".to_string(),
+            )
+        }
+        "openai" => {
+            let model = text("embedder_model").unwrap_or(OPENAI_MODEL).to_string();
+            let config = EmbedderConfig::OpenAi {
+                base_url: text("embedder_url").unwrap_or(OPENAI_URL).to_string(),
+                api_key: std::env::var("OPENAI_API_KEY").ok(),
+                model: model.clone(),
+            };
+            (config, model)
+        }
+        other => {
+            return Err(invalid(format!(
+                "[memory] embedder: {other:?} is not supported; accepted: \"none\", \"local\", \"openai\""
+            )));
+        }
+    };
+    Ok(Some(Arc::new(LazyEmbedder {
+        config,
+        label,
+        built: OnceLock::new(),
+    })))
+}
+
+fn invalid(message: String) -> RuntimeError {
+    RuntimeError::Setup(message)
+}
+
+/// The code-intelligence service of `root`, ranking semantic search with `embedder` when
+/// given (hybrid) and lexically otherwise.
+pub fn code_service(
+    root: &Path,
+    embedder: Option<Arc<dyn CodeEmbedder>>,
+) -> Result<CodeService, RuntimeError> {
+    let service = CodeService::new(root).map_err(|e| RuntimeError::Setup(e.to_string()))?;
+    Ok(match embedder {
+        Some(e) => service.with_embedder(e),
+        None => service,
+    })
+}
