@@ -156,25 +156,10 @@ fn string_values(args: &Value, single: &[&str], arrays: &[&str]) -> Vec<String> 
     out
 }
 
-/// The arguments as compact JSON with sorted keys (serde_json keeps insertion order here).
+/// The arguments as compact JSON with sorted keys: the same canonical form as audit hashes
+/// and `alembic_tools::cache_key`, so one call has one identity everywhere.
 pub fn canonical_args(args: &Value) -> String {
-    fn sorted(v: &Value) -> Value {
-        match v {
-            Value::Object(map) => {
-                let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-                entries.sort_by(|a, b| a.0.cmp(b.0));
-                Value::Object(
-                    entries
-                        .into_iter()
-                        .map(|(k, v)| (k.clone(), sorted(v)))
-                        .collect(),
-                )
-            }
-            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
-            other => other.clone(),
-        }
-    }
-    sorted(args).to_string()
+    alembic_tools::canonical::canonical_json(args)
 }
 
 #[cfg(test)]
