@@ -5,11 +5,13 @@
 //! functions by name (same file, then anywhere) → any method of that name (only when the
 //! name is rare enough to be meaningful, at most [`MAX_CANDIDATES`]).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+use rayon::prelude::*;
 
 use serde::Serialize;
 
-use crate::graph::{ProjectGraph, function_key, method_key};
+use crate::graph::{ProjectGraph, Summaries, TypeInfo, function_key, method_key};
 use crate::language::Lang;
 use crate::summary::{CallSite, FileSummary, ReceiverKind};
 
@@ -58,73 +60,271 @@ pub struct CallEdge {
     pub resolution: Resolution,
 }
 
+/// Caller key and callee key (`?name` when unresolved): one merged edge.
+pub type EdgeKey = (String, String);
+
 /// All edges with indexes by caller and callee.
-#[derive(Debug, Clone, Default)]
+///
+/// Edges are merged per file first, then across files in path order (the first call
+/// site gives the line, resolution and receiver; counts add up; the best confidence
+/// wins), so an incremental update that re-resolves some files gives the same edges as
+/// a full build.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct CallIndex {
-    pub edges: Vec<CallEdge>,
-    by_callee: HashMap<String, Vec<usize>>,
-    by_caller: HashMap<String, Vec<usize>>,
+    edges: BTreeMap<EdgeKey, CallEdge>,
+    by_callee: HashMap<String, BTreeSet<EdgeKey>>,
+    by_caller: HashMap<String, BTreeSet<EdgeKey>>,
+    /// Each file's edges, merged within the file.
+    per_file: HashMap<String, HashMap<EdgeKey, CallEdge>>,
+    /// Files contributing to each edge.
+    sources: HashMap<EdgeKey, BTreeSet<String>>,
+    /// Files whose call sites mention a name (callee, receiver type or caller type).
+    mentions: HashMap<String, BTreeSet<String>>,
+    /// The names each file was indexed under in `mentions`.
+    mentioned_by: HashMap<String, BTreeSet<String>>,
 }
 
-impl CallIndex {
-    pub(crate) fn build(graph: &ProjectGraph, files: &[&FileSummary]) -> CallIndex {
-        let names = MethodNames::build(graph);
-        let mut lookups = Lookups::new(graph);
-        let mut index = CallIndex::default();
-        let mut seen: HashMap<(String, String), usize> = HashMap::new();
-        for file in files {
-            for call in &file.calls {
-                let caller = caller_key(file, call);
-                for (callee, confidence, resolution) in resolve(&mut lookups, &names, file, call) {
-                    let target = callee
-                        .clone()
-                        .unwrap_or_else(|| format!("?{}", call.callee));
-                    if let Some(&i) = seen.get(&(caller.clone(), target.clone())) {
-                        let edge = &mut index.edges[i];
-                        edge.count += 1;
-                        edge.confidence = edge.confidence.max(confidence);
-                        continue;
-                    }
-                    seen.insert((caller.clone(), target), index.edges.len());
-                    index.edges.push(CallEdge {
-                        caller: caller.clone(),
-                        callee,
-                        callee_name: call.callee.clone(),
-                        receiver_type: call.receiver_type.clone(),
-                        file: file.path.clone(),
-                        line: call.line,
-                        count: 1,
-                        confidence,
-                        resolution,
-                    });
+/// Names whose call sites may resolve differently after a change: the simple names of
+/// rebuilt types and of every type deriving from them, and the method and function
+/// names of the change that name-only resolution can pick (few enough candidates).
+#[derive(Debug, Default)]
+pub(crate) struct Reach {
+    names: BTreeSet<String>,
+}
+
+impl Reach {
+    pub(crate) fn of_change(
+        graph: &ProjectGraph,
+        before: &[TypeInfo],
+        rebuilt: &BTreeSet<String>,
+        old: &[&FileSummary],
+        new: &[&FileSummary],
+    ) -> Reach {
+        let mut names = rebuilt.clone();
+        let keys: Vec<String> = rebuilt
+            .iter()
+            .flat_map(|n| graph.types_named(n))
+            .map(|t| t.name.clone())
+            .collect();
+        for key in &keys {
+            for (d, _) in graph.derived(key) {
+                if let Some(t) = graph.types.get(&d) {
+                    names.insert(t.simple_name.clone());
                 }
             }
         }
-        index.reindex();
-        index
+        let now: Vec<&TypeInfo> = keys.iter().filter_map(|k| graph.types.get(k)).collect();
+        let method_count = |types: &[&TypeInfo], m: &str| {
+            types
+                .iter()
+                .filter(|t| t.methods.iter().any(|x| x.name == m))
+                .count()
+        };
+        let before_refs: Vec<&TypeInfo> = before.iter().collect();
+        for t in before_refs.iter().chain(&now) {
+            for m in &t.methods {
+                let after = graph.refs.method_names.get(&m.name).map_or(0, Vec::len);
+                let prior =
+                    after + method_count(&before_refs, &m.name) - method_count(&now, &m.name);
+                if after <= MAX_CANDIDATES || prior <= MAX_CANDIDATES {
+                    names.insert(m.name.clone());
+                }
+            }
+        }
+        let in_files = |files: &[&FileSummary], f: &str| {
+            files
+                .iter()
+                .map(|s| s.functions.iter().filter(|x| x.name == f).count())
+                .sum::<usize>()
+        };
+        for file in old.iter().chain(new) {
+            for f in &file.functions {
+                let after = graph.functions.get(&f.name).map_or(0, Vec::len);
+                let prior = after + in_files(old, &f.name) - in_files(new, &f.name);
+                if after <= MAX_CANDIDATES || prior <= MAX_CANDIDATES {
+                    names.insert(f.name.clone());
+                }
+            }
+        }
+        Reach { names }
+    }
+}
+
+impl CallIndex {
+    /// Re-resolves the call sites of the changed files and of the files `reach` names,
+    /// and drops the edges of removed files.
+    pub(crate) fn update(
+        &mut self,
+        graph: &ProjectGraph,
+        all: &Summaries,
+        reach: &Reach,
+        changed: &[&str],
+    ) {
+        for path in changed {
+            self.unmention(path);
+            if let Some(file) = all.get(path) {
+                self.mention(file);
+            }
+        }
+        let mut files: BTreeSet<&str> = changed.iter().copied().collect();
+        for name in &reach.names {
+            if let Some(paths) = self.mentions.get(name) {
+                files.extend(paths.iter().map(String::as_str));
+            }
+        }
+        let present: Vec<&FileSummary> = files.iter().filter_map(|p| all.get(p).copied()).collect();
+        let names = MethodNames(&graph.refs.method_names);
+        let resolved: Vec<(String, HashMap<EdgeKey, CallEdge>)> = present
+            .par_iter()
+            .map_init(
+                || Lookups::new(graph),
+                |lookups, file| (file.path.clone(), file_edges(lookups, &names, file)),
+            )
+            .collect();
+        let mut touched: BTreeSet<EdgeKey> = BTreeSet::new();
+        for path in &files {
+            if let Some(old) = self.per_file.remove(*path) {
+                for key in old.into_keys() {
+                    if let Some(s) = self.sources.get_mut(&key) {
+                        s.remove(*path);
+                    }
+                    touched.insert(key);
+                }
+            }
+        }
+        for (path, edges) in resolved {
+            for key in edges.keys() {
+                self.sources
+                    .entry(key.clone())
+                    .or_default()
+                    .insert(path.clone());
+                touched.insert(key.clone());
+            }
+            self.per_file.insert(path, edges);
+        }
+        for key in touched {
+            self.remerge(key);
+        }
     }
 
-    fn reindex(&mut self) {
-        for (i, e) in self.edges.iter().enumerate() {
-            self.by_caller.entry(e.caller.clone()).or_default().push(i);
-            if let Some(c) = &e.callee {
-                self.by_callee.entry(c.clone()).or_default().push(i);
+    fn mention(&mut self, file: &FileSummary) {
+        let mut names = BTreeSet::new();
+        for call in &file.calls {
+            names.insert(call.callee.clone());
+            names.extend(call.receiver_type.iter().cloned());
+            names.extend(call.caller_type.iter().cloned());
+        }
+        for n in &names {
+            self.mentions
+                .entry(n.clone())
+                .or_default()
+                .insert(file.path.clone());
+        }
+        self.mentioned_by.insert(file.path.clone(), names);
+    }
+
+    fn unmention(&mut self, path: &str) {
+        for n in self.mentioned_by.remove(path).unwrap_or_default() {
+            if let Some(paths) = self.mentions.get_mut(&n) {
+                paths.remove(path);
+                if paths.is_empty() {
+                    self.mentions.remove(&n);
+                }
             }
         }
     }
 
-    pub fn callers(&self, key: &str) -> Vec<&CallEdge> {
-        self.by_callee
-            .get(key)
-            .map(|ix| ix.iter().map(|&i| &self.edges[i]).collect())
-            .unwrap_or_default()
+    /// Recomputes one merged edge from its files' edges, in path order.
+    fn remerge(&mut self, key: EdgeKey) {
+        let mut merged: Option<CallEdge> = None;
+        for path in self.sources.get(&key).into_iter().flatten() {
+            let Some(e) = self.per_file.get(path).and_then(|m| m.get(&key)) else {
+                continue;
+            };
+            match &mut merged {
+                None => merged = Some(e.clone()),
+                Some(m) => {
+                    m.count += e.count;
+                    m.confidence = m.confidence.max(e.confidence);
+                }
+            }
+        }
+        match merged {
+            Some(edge) => {
+                self.index_edge(&key, &edge);
+                self.edges.insert(key, edge);
+            }
+            None => {
+                self.sources.remove(&key);
+                if let Some(edge) = self.edges.remove(&key) {
+                    self.unindex_edge(&key, &edge);
+                }
+            }
+        }
     }
 
-    pub fn callees(&self, key: &str) -> Vec<&CallEdge> {
+    fn index_edge(&mut self, key: &EdgeKey, edge: &CallEdge) {
         self.by_caller
-            .get(key)
-            .map(|ix| ix.iter().map(|&i| &self.edges[i]).collect())
-            .unwrap_or_default()
+            .entry(edge.caller.clone())
+            .or_default()
+            .insert(key.clone());
+        if let Some(c) = &edge.callee {
+            self.by_callee
+                .entry(c.clone())
+                .or_default()
+                .insert(key.clone());
+        }
+    }
+
+    fn unindex_edge(&mut self, key: &EdgeKey, edge: &CallEdge) {
+        if let Some(set) = self.by_caller.get_mut(&edge.caller) {
+            set.remove(key);
+            if set.is_empty() {
+                self.by_caller.remove(&edge.caller);
+            }
+        }
+        if let Some(c) = &edge.callee
+            && let Some(set) = self.by_callee.get_mut(c)
+        {
+            set.remove(key);
+            if set.is_empty() {
+                self.by_callee.remove(c);
+            }
+        }
+    }
+
+    /// Every edge, ordered by caller then callee key.
+    pub fn iter(&self) -> impl Iterator<Item = &CallEdge> {
+        self.edges.values()
+    }
+
+    pub fn len(&self) -> usize {
+        self.edges.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.edges.is_empty()
+    }
+
+    fn ordered(&self, keys: Option<&BTreeSet<EdgeKey>>) -> Vec<&CallEdge> {
+        let mut out: Vec<&CallEdge> = keys
+            .into_iter()
+            .flatten()
+            .filter_map(|k| self.edges.get(k))
+            .collect();
+        // Source order: file, then line (a stable sort keeps key order for ties).
+        out.sort_by(|a, b| a.file.cmp(&b.file).then(a.line.cmp(&b.line)));
+        out
+    }
+
+    /// Edges whose callee is `key`, in source order of their first call site.
+    pub fn callers(&self, key: &str) -> Vec<&CallEdge> {
+        self.ordered(self.by_callee.get(key))
+    }
+
+    /// Edges made from `key`, in source order of their first call site.
+    pub fn callees(&self, key: &str) -> Vec<&CallEdge> {
+        self.ordered(self.by_caller.get(key))
     }
 
     /// True when `key` appears as a caller or resolved callee.
@@ -153,9 +353,51 @@ impl CallIndex {
     }
 }
 
+/// One file's call sites resolved and merged by (caller, callee).
+fn file_edges(
+    lookups: &mut Lookups,
+    names: &MethodNames,
+    file: &FileSummary,
+) -> HashMap<EdgeKey, CallEdge> {
+    let mut edges: HashMap<EdgeKey, CallEdge> = HashMap::new();
+    for call in &file.calls {
+        let caller = caller_key(lookups.graph, file, call);
+        for (callee, confidence, resolution) in resolve(lookups, names, file, call) {
+            let target = callee
+                .clone()
+                .unwrap_or_else(|| format!("?{}", call.callee));
+            match edges.entry((caller.clone(), target)) {
+                std::collections::hash_map::Entry::Occupied(mut e) => {
+                    let edge = e.get_mut();
+                    edge.count += 1;
+                    edge.confidence = edge.confidence.max(confidence);
+                }
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    v.insert(CallEdge {
+                        caller: caller.clone(),
+                        callee,
+                        callee_name: call.callee.clone(),
+                        receiver_type: call.receiver_type.clone(),
+                        file: file.path.clone(),
+                        line: call.line,
+                        count: 1,
+                        confidence,
+                        resolution,
+                    });
+                }
+            }
+        }
+    }
+    edges
+}
+
 /// Key of the function a call site sits in; top-level code gets `path::<top-level>`.
-fn caller_key(file: &FileSummary, call: &CallSite) -> String {
-    match (&call.caller_type, &call.caller) {
+fn caller_key(graph: &ProjectGraph, file: &FileSummary, call: &CallSite) -> String {
+    let caller_type = call
+        .caller_type
+        .as_deref()
+        .map(|t| graph.resolve_type(t, &file.path).unwrap_or(t));
+    match (caller_type, &call.caller) {
         (Some(t), Some(m)) => method_key(t, m),
         (None, Some(f)) => function_key(&file.path, f),
         (Some(t), None) => method_key(t, "<body>"),
@@ -164,24 +406,7 @@ fn caller_key(file: &FileSummary, call: &CallSite) -> String {
 }
 
 /// Method keys by method name, for name-only resolution.
-struct MethodNames {
-    methods: HashMap<String, Vec<String>>,
-}
-
-impl MethodNames {
-    fn build(graph: &ProjectGraph) -> MethodNames {
-        let mut methods: HashMap<String, Vec<String>> = HashMap::new();
-        for info in graph.types.values() {
-            for m in &info.methods {
-                methods
-                    .entry(m.name.clone())
-                    .or_default()
-                    .push(method_key(&info.name, &m.name));
-            }
-        }
-        MethodNames { methods }
-    }
-}
+struct MethodNames<'g>(&'g HashMap<String, Vec<String>>);
 
 type Resolved = Vec<(Option<String>, f32, Resolution)>;
 
@@ -226,19 +451,25 @@ fn resolve(
     call: &CallSite,
 ) -> Resolved {
     let graph = lookups.graph;
+    // Written type names mean the project type nearest to this file.
+    let key = |t: &'_ str| graph.resolve_type(t, &file.path).map(str::to_string);
+    let receiver_type = call
+        .receiver_type
+        .as_deref()
+        .map(|t| key(t).unwrap_or_else(|| t.to_string()));
     let found = match call.receiver_kind {
-        ReceiverKind::SelfRef => call
-            .receiver_type
+        ReceiverKind::SelfRef => receiver_type
             .as_deref()
             .and_then(|t| lookups.on_type(t, call, 0.95)),
         ReceiverKind::Super => call
             .caller_type
             .as_deref()
-            .and_then(|t| graph.types.get(t))
+            .and_then(key)
+            .and_then(|t| graph.types.get(&t))
             .and_then(|t| t.superclass.clone())
             .and_then(|s| lookups.on_type(&s, call, 0.95)),
         ReceiverKind::Typed | ReceiverKind::TypeName => {
-            let t = call.receiver_type.as_deref().unwrap_or("");
+            let t = receiver_type.as_deref().unwrap_or("");
             constructor(graph, t, &call.callee).or_else(|| lookups.on_type(t, call, 0.9))
         }
         ReceiverKind::None => bare_call(lookups, file, call),
@@ -248,8 +479,7 @@ fn resolve(
         return found;
     }
     // The receiver type, when known, is outside the project: do not guess by name.
-    let receiver_known = call
-        .receiver_type
+    let receiver_known = receiver_type
         .as_deref()
         .is_some_and(|t| graph.types.contains_key(t))
         || matches!(
@@ -263,25 +493,25 @@ fn resolve(
 }
 
 /// `Circle(…)`, `new Circle()`, `Circle::new()`, `[[Circle alloc] init]`; constructors
-/// are inherited (Swift, Python, JavaScript), so ancestors are searched too.
-fn constructor(graph: &ProjectGraph, type_name: &str, callee: &str) -> Option<Resolved> {
-    if !graph.types.contains_key(type_name) {
-        return None;
-    }
-    let names: Vec<&str> = if callee == type_name {
+/// are inherited (Swift, Python, JavaScript), so ancestors are searched too. `type_key`
+/// is a type key; `callee` the name as written.
+fn constructor(graph: &ProjectGraph, type_key: &str, callee: &str) -> Option<Resolved> {
+    let info = graph.types.get(type_key)?;
+    let names: Vec<&str> = if callee == info.simple_name {
         CONSTRUCTORS.to_vec()
     } else if CONSTRUCTORS.contains(&callee) {
         vec![callee]
     } else {
         return None;
     };
-    for ancestor in graph.inheritance_chain(type_name) {
+    for ancestor in graph.inheritance_chain(type_key) {
         let Some(info) = graph.types.get(&ancestor) else {
             continue;
         };
         // Java/C++/Kotlin constructors are named after their own class.
-        let own =
-            |m: &&crate::graph::MethodInfo| names.contains(&m.name.as_str()) || m.name == ancestor;
+        let own = |m: &&crate::graph::MethodInfo| {
+            names.contains(&m.name.as_str()) || m.name == info.simple_name
+        };
         if let Some(m) = info.methods.iter().find(own) {
             return Some(vec![(
                 Some(method_key(&info.name, &m.name)),
@@ -295,11 +525,12 @@ fn constructor(graph: &ProjectGraph, type_name: &str, callee: &str) -> Option<Re
 
 fn bare_call(lookups: &mut Lookups, file: &FileSummary, call: &CallSite) -> Option<Resolved> {
     let graph = lookups.graph;
-    if graph.types.contains_key(&call.callee) {
-        return constructor(graph, &call.callee, &call.callee);
+    if let Some(t) = graph.resolve_type(&call.callee, &file.path) {
+        return constructor(graph, t, &call.callee);
     }
     if let Some(t) = call.caller_type.as_deref()
-        && let Some(key) = lookups.method(t, &call.callee)
+        && let Some(key) =
+            lookups.method(graph.resolve_type(t, &file.path).unwrap_or(t), &call.callee)
     {
         return Some(vec![(Some(key), 0.85, Resolution::ImplicitSelf)]);
     }
@@ -319,10 +550,7 @@ fn by_name(
     file: &FileSummary,
     call: &CallSite,
 ) -> Option<Resolved> {
-    let methods = names
-        .methods
-        .get(&call.callee)
-        .map_or(&[][..], Vec::as_slice);
+    let methods = names.0.get(&call.callee).map_or(&[][..], Vec::as_slice);
     if methods.len() > MAX_CANDIDATES {
         return None;
     }

@@ -4,7 +4,7 @@
 //! Invariant: the graph is derived only from [`FileSummary`] values, so it can be rebuilt
 //! at any time from what the index stored; nothing in it is persisted on its own.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 
 use serde::Serialize;
 
@@ -52,16 +52,27 @@ pub struct ExtensionInfo {
 }
 
 /// A type merged from all its declarations in the project.
+///
+/// Identity: types are keyed by [`TypeInfo::name`], which is the simple name when only
+/// one type of that name exists and `scope::Name` otherwise, where the scope is the
+/// declaring file (Python, JavaScript, TypeScript, Rust), the directory (Swift, Go, Java,
+/// Kotlin, C++) or nothing (C and Objective-C have one global namespace). Extensions and
+/// out-of-line members join the type of their scope, else the nearest one by path.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TypeInfo {
+    /// Unique key: the simple name, qualified with its scope when the name is shared.
     pub name: String,
+    /// The name as written in the source.
+    #[serde(skip)]
+    pub simple_name: String,
     /// Kind of the primary declaration; `extension` when the project only extends it.
     pub kind: TypeKind,
     pub language: Lang,
     pub file: String,
     pub line: usize,
+    /// Key of the superclass (the name as written when it is not a project type).
     pub superclass: Option<String>,
-    /// Protocols adopted anywhere (main body and extensions), in first-seen order.
+    /// Protocols adopted anywhere (main body and extensions), in first-seen order, as keys.
     pub conformances: Vec<String>,
     pub methods: Vec<MethodInfo>,
     pub properties: Vec<PropertyInfo>,
@@ -110,12 +121,12 @@ pub struct Totals {
 }
 
 /// The whole-project model the ast-graph tools query.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ProjectGraph {
     pub types: BTreeMap<String, TypeInfo>,
-    /// Direct subclasses by superclass name.
+    /// Direct subclasses by superclass key.
     pub subclasses: BTreeMap<String, Vec<String>>,
-    /// Direct conformers by protocol name.
+    /// Direct conformers by protocol key.
     pub conformers: BTreeMap<String, Vec<String>>,
     /// Free functions by name.
     pub functions: BTreeMap<String, Vec<FunctionInfo>>,
@@ -127,146 +138,351 @@ pub struct ProjectGraph {
     pub languages: BTreeMap<Lang, usize>,
     /// Files per extension.
     pub extensions: BTreeMap<String, usize>,
+    /// What incremental updates need to find the parts a change reaches.
+    pub(crate) refs: Refs,
 }
+
+/// Reverse indexes kept for incremental updates.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Refs {
+    /// Type keys by simple name, in key order.
+    pub by_name: BTreeMap<String, Vec<String>>,
+    /// Files declaring (or extending) a type, by simple name.
+    pub decl_files: HashMap<String, BTreeSet<String>>,
+    /// Simple names of types that name a parent as written, with the number of such
+    /// declarations.
+    pub children: HashMap<String, BTreeMap<String, usize>>,
+    /// Method keys by method name, in type-key order (name-only call resolution).
+    pub method_names: HashMap<String, Vec<String>>,
+}
+
+/// All current summaries by path: what [`ProjectGraph::update`] reads besides the changes.
+pub type Summaries<'a> = BTreeMap<&'a str, &'a FileSummary>;
 
 impl ProjectGraph {
     /// Builds the graph from file summaries (any order; paths must be unique).
     pub fn build<'a>(files: impl IntoIterator<Item = &'a FileSummary>) -> ProjectGraph {
-        let mut files: Vec<&FileSummary> = files.into_iter().collect();
-        files.sort_by(|a, b| a.path.cmp(&b.path));
+        let all: Summaries = files.into_iter().map(|f| (f.path.as_str(), f)).collect();
+        let changed: Vec<&str> = all.keys().copied().collect();
         let mut graph = ProjectGraph::default();
+        graph.update(&all, &changed, &[]);
+        graph
+    }
+
+    /// Brings the graph up to date after `changed` files were added, edited or removed.
+    /// `all` holds every current summary; `previous` the summaries this graph was built
+    /// from for the changed files that existed before. Only the types named in the changed
+    /// files (and those deriving from them), and the call sites that can resolve
+    /// differently, are recomputed; the result equals [`ProjectGraph::build`] over `all`.
+    pub fn update(&mut self, all: &Summaries, changed: &[&str], previous: &[FileSummary]) {
         let started = std::time::Instant::now();
         let lap = |phase: &str| {
             tracing::debug!(
                 phase,
                 ms = started.elapsed().as_millis() as u64,
-                "graph build"
+                "graph update"
             )
         };
-        for file in &files {
-            graph.add_file(file);
+        let new: Vec<&FileSummary> = changed.iter().filter_map(|p| all.get(p).copied()).collect();
+        let old: Vec<&FileSummary> = previous.iter().collect();
+        for f in &old {
+            self.forget_file(f);
         }
-        graph.fix_protocol_superclasses();
-        graph.add_implicit_go_conformances();
-        graph.index_relations();
+        for f in &new {
+            self.learn_file(f);
+        }
+        let names = self.affected_type_names(&old, &new);
+        let before = self.remove_types(&names);
+        self.rebuild_types(all, &names);
         lap("types");
-        graph.calls = CallIndex::build(&graph, &files);
+        let reach = crate::calls::Reach::of_change(self, &before, &names, &old, &new);
+        let files: Vec<&FileSummary> = all.values().copied().collect();
+        let mut calls = std::mem::take(&mut self.calls);
+        calls.update(self, all, &reach, changed);
+        self.calls = calls;
         lap("calls");
-        graph.modules = ModuleGraph::build(&graph, &files);
+        self.modules = ModuleGraph::build(self, &files);
         lap("modules");
-        graph.entry_points = crate::topology::entry_points(&graph, &files);
-        graph.count_totals(files.len());
-        graph
+        self.entry_points = crate::topology::entry_points(self, &files);
+        self.count_files(&files);
+        self.count_totals(files.len());
     }
 
-    fn add_file(&mut self, file: &FileSummary) {
-        *self.languages.entry(file.language).or_default() += 1;
-        let ext = std::path::Path::new(&file.path)
-            .extension()
-            .and_then(|e| e.to_str())
-            .map_or_else(|| "(none)".to_string(), |e| format!(".{e}"));
-        *self.extensions.entry(ext).or_default() += 1;
-        for decl in &file.types {
-            self.add_decl(file, decl);
-        }
+    /// Drops what a file contributed to the per-file indexes.
+    fn forget_file(&mut self, file: &FileSummary) {
         for f in &file.functions {
-            self.functions
-                .entry(f.name.clone())
-                .or_default()
-                .push(FunctionInfo {
+            if let Some(list) = self.functions.get_mut(&f.name) {
+                list.retain(|x| x.file != file.path);
+                if list.is_empty() {
+                    self.functions.remove(&f.name);
+                }
+            }
+        }
+        for decl in &file.types {
+            if let Some(files) = self.refs.decl_files.get_mut(&decl.name) {
+                files.remove(&file.path);
+                if files.is_empty() {
+                    self.refs.decl_files.remove(&decl.name);
+                }
+            }
+            for parent in decl.superclass.iter().chain(&decl.conformances) {
+                let Some(children) = self.refs.children.get_mut(parent) else {
+                    continue;
+                };
+                if let Some(n) = children.get_mut(&decl.name) {
+                    *n = n.saturating_sub(1);
+                    if *n == 0 {
+                        children.remove(&decl.name);
+                    }
+                }
+                if children.is_empty() {
+                    self.refs.children.remove(parent);
+                }
+            }
+        }
+    }
+
+    /// Adds a file's functions and declarations to the per-file indexes.
+    fn learn_file(&mut self, file: &FileSummary) {
+        for f in &file.functions {
+            let list = self.functions.entry(f.name.clone()).or_default();
+            // Functions stay in path order, as a build in path order lists them.
+            let at = list.partition_point(|x| x.file.as_str() <= file.path.as_str());
+            list.insert(
+                at,
+                FunctionInfo {
                     key: function_key(&file.path, &f.name),
                     name: f.name.clone(),
                     signature: f.signature.clone(),
                     file: file.path.clone(),
                     line: f.line,
                     complexity: f.complexity,
-                });
+                },
+            );
+        }
+        for decl in file.types.iter().filter(|d| !d.name.is_empty()) {
+            self.refs
+                .decl_files
+                .entry(decl.name.clone())
+                .or_default()
+                .insert(file.path.clone());
+            for parent in decl.superclass.iter().chain(&decl.conformances) {
+                *self
+                    .refs
+                    .children
+                    .entry(parent.clone())
+                    .or_default()
+                    .entry(decl.name.clone())
+                    .or_default() += 1;
+            }
         }
     }
 
-    fn add_decl(&mut self, file: &FileSummary, decl: &TypeDecl) {
-        if decl.name.is_empty() {
+    /// Simple names whose types must be rebuilt: those declared in the changed files,
+    /// the types naming them as parents, and every Go type when Go code changed (Go
+    /// interfaces are satisfied implicitly, by method sets).
+    fn affected_type_names(&self, old: &[&FileSummary], new: &[&FileSummary]) -> BTreeSet<String> {
+        let mut names: BTreeSet<String> = old
+            .iter()
+            .chain(new)
+            .flat_map(|f| f.types.iter().map(|t| t.name.clone()))
+            .filter(|n| !n.is_empty())
+            .collect();
+        let children: Vec<String> = names
+            .iter()
+            .filter_map(|n| self.refs.children.get(n))
+            .flat_map(|c| c.keys().cloned())
+            .collect();
+        names.extend(children);
+        let go_changed = old.iter().chain(new).any(|f| f.language == Lang::Go)
+            || names.iter().any(|n| self.has_go_type(n));
+        if go_changed {
+            let go: Vec<String> = self
+                .types
+                .values()
+                .filter(|t| t.language == Lang::Go)
+                .map(|t| t.simple_name.clone())
+                .collect();
+            names.extend(go);
+            let declared_go = self
+                .refs
+                .decl_files
+                .iter()
+                .filter(|(_, files)| files.iter().any(|f| f.ends_with(".go")));
+            names.extend(declared_go.map(|(n, _)| n.clone()));
+        }
+        names
+    }
+
+    fn has_go_type(&self, simple: &str) -> bool {
+        self.refs.by_name.get(simple).is_some_and(|keys| {
+            keys.iter()
+                .any(|k| self.types.get(k).is_some_and(|t| t.language == Lang::Go))
+        })
+    }
+
+    /// Removes the types with these simple names; returns them.
+    fn remove_types(&mut self, names: &BTreeSet<String>) -> Vec<TypeInfo> {
+        let mut removed = Vec::new();
+        for name in names {
+            for key in self.refs.by_name.remove(name).unwrap_or_default() {
+                if let Some(info) = self.types.remove(&key) {
+                    self.forget_methods(&info);
+                    removed.push(info);
+                }
+            }
+        }
+        removed
+    }
+
+    fn forget_methods(&mut self, info: &TypeInfo) {
+        for m in &info.methods {
+            if let Some(keys) = self.refs.method_names.get_mut(&m.name) {
+                let key = method_key(&info.name, &m.name);
+                keys.retain(|k| *k != key);
+                if keys.is_empty() {
+                    self.refs.method_names.remove(&m.name);
+                }
+            }
+        }
+    }
+
+    /// Merges the declarations of these names again, then resolves their parents, moves
+    /// protocols taken for superclasses, adds Go's implicit conformances and re-indexes
+    /// subclasses and conformers.
+    fn rebuild_types(&mut self, all: &Summaries, names: &BTreeSet<String>) {
+        let mut rebuilt = Vec::new();
+        for name in names {
+            let decls = self.declarations_of(all, name);
+            let infos = crate::merge::merge_named(name, &decls);
+            let keys: Vec<String> = infos.iter().map(|t| t.name.clone()).collect();
+            for info in infos {
+                self.types.insert(info.name.clone(), info);
+            }
+            if !keys.is_empty() {
+                self.refs.by_name.insert(name.clone(), keys.clone());
+                rebuilt.extend(keys);
+            }
+        }
+        for key in &rebuilt {
+            self.resolve_parents(key);
+        }
+        for key in &rebuilt {
+            self.fix_protocol_superclass(key);
+        }
+        self.add_implicit_go_conformances(&rebuilt);
+        for key in &rebuilt {
+            self.learn_methods(key);
+        }
+        self.index_relations();
+    }
+
+    /// Every declaration named `name`, in path order then source order.
+    fn declarations_of<'a>(
+        &self,
+        all: &Summaries<'a>,
+        name: &str,
+    ) -> Vec<(&'a FileSummary, &'a TypeDecl)> {
+        let Some(files) = self.refs.decl_files.get(name) else {
+            return Vec::new();
+        };
+        files
+            .iter()
+            .filter_map(|p| all.get(p.as_str()).copied())
+            .flat_map(|f| {
+                f.types
+                    .iter()
+                    .filter(|t| t.name == name)
+                    .map(move |t| (f, t))
+            })
+            .collect()
+    }
+
+    fn learn_methods(&mut self, key: &str) {
+        let Some(info) = self.types.get(key) else {
             return;
-        }
-        let info = self
-            .types
-            .entry(decl.name.clone())
-            .or_insert_with(|| TypeInfo {
-                name: decl.name.clone(),
-                kind: decl.kind,
-                language: file.language,
-                file: file.path.clone(),
-                line: decl.line,
-                superclass: None,
-                conformances: Vec::new(),
-                methods: Vec::new(),
-                properties: Vec::new(),
-                extensions: Vec::new(),
-                declared: false,
+        };
+        for m in &info.methods {
+            let keys = self.refs.method_names.entry(m.name.clone()).or_default();
+            let k = method_key(&info.name, &m.name);
+            // Keys stay in type-key order, as a build over the sorted types lists them.
+            let at = keys.partition_point(|x| {
+                x.rsplit_once('.').map_or(x.as_str(), |(t, _)| t) < info.name.as_str()
             });
-        if decl.kind.is_primary() && !info.declared {
-            info.declared = true;
-            info.kind = decl.kind;
-            info.language = file.language;
-            info.file = file.path.clone();
-            info.line = decl.line;
-        }
-        if info.superclass.is_none() {
-            info.superclass = decl.superclass.clone();
-        }
-        for c in &decl.conformances {
-            if !info.conformances.contains(c) && *c != info.name {
-                info.conformances.push(c.clone());
+            if !keys.contains(&k) {
+                keys.insert(at, k);
             }
         }
-        let from_extension = (decl.kind == TypeKind::Extension).then(|| {
-            decl.category
-                .clone()
-                .unwrap_or_else(|| "extension".to_string())
-        });
-        for m in &decl.methods {
-            merge_method(info, m, &file.path, from_extension.clone());
+    }
+
+    /// Replaces the written parent names of a type by the keys of the project types they
+    /// name, seen from the type's file.
+    fn resolve_parents(&mut self, key: &str) {
+        let Some(info) = self.types.get(key) else {
+            return;
+        };
+        let from = info.file.clone();
+        let superclass = info
+            .superclass
+            .as_deref()
+            .map(|s| self.resolve_type(s, &from).unwrap_or(s).to_string());
+        let conformances: Vec<String> = info
+            .conformances
+            .iter()
+            .map(|c| self.resolve_type(c, &from).unwrap_or(c).to_string())
+            .collect();
+        if let Some(info) = self.types.get_mut(key) {
+            info.superclass = superclass;
+            info.conformances = conformances;
         }
-        for p in &decl.properties {
-            if !info.properties.iter().any(|q| q.name == p.name) {
-                info.properties.push(PropertyInfo {
-                    name: p.name.clone(),
-                    type_name: p.type_name.clone(),
-                    is_static: p.is_static,
-                    attributes: p.attributes.clone(),
-                    file: file.path.clone(),
-                    line: p.line,
-                });
-            }
+    }
+
+    /// Key of the project type `name` (simple or qualified) refers to, seen from file
+    /// `from`: the only candidate, else the one in the same scope, else the nearest by path.
+    pub fn resolve_type(&self, name: &str, from: &str) -> Option<&str> {
+        let Some(keys) = self.refs.by_name.get(name) else {
+            return self.types.get_key_value(name).map(|(k, _)| k.as_str());
+        };
+        if let [only] = keys.as_slice() {
+            return Some(only);
         }
-        if decl.kind == TypeKind::Extension {
-            add_extension(info, decl, &file.path);
+        let candidates: Vec<&TypeInfo> = keys.iter().filter_map(|k| self.types.get(k)).collect();
+        crate::merge::nearest(&candidates, from).map(|t| t.name.as_str())
+    }
+
+    /// Types whose simple name (or key) is `name`, in key order.
+    pub fn types_named(&self, name: &str) -> Vec<&TypeInfo> {
+        match self.refs.by_name.get(name) {
+            Some(keys) => keys.iter().filter_map(|k| self.types.get(k)).collect(),
+            None => self.types.get(name).into_iter().collect(),
         }
     }
 
     /// Swift (and other first-parent-is-superclass rules) can take a project protocol
     /// for a superclass; move it to the conformances.
-    fn fix_protocol_superclasses(&mut self) {
-        let protocols: HashSet<String> = self
-            .types
-            .values()
-            .filter(|t| t.kind == TypeKind::Protocol)
-            .map(|t| t.name.clone())
-            .collect();
-        for info in self.types.values_mut() {
-            if let Some(sup) = info.superclass.clone()
-                && protocols.contains(&sup)
-                && info.kind != TypeKind::Protocol
-            {
-                info.superclass = None;
-                info.conformances.insert(0, sup);
-            }
+    fn fix_protocol_superclass(&mut self, key: &str) {
+        let Some(info) = self.types.get(key) else {
+            return;
+        };
+        let is_protocol = |k: &str| {
+            self.types
+                .get(k)
+                .is_some_and(|t| t.kind == TypeKind::Protocol)
+        };
+        if info.kind == TypeKind::Protocol || !info.superclass.as_deref().is_some_and(is_protocol) {
+            return;
+        }
+        if let Some(info) = self.types.get_mut(key)
+            && let Some(sup) = info.superclass.take()
+        {
+            info.conformances.insert(0, sup);
         }
     }
 
     /// Go types satisfy interfaces implicitly: a struct whose method set covers an
-    /// interface's (non-empty) method set conforms to it.
-    fn add_implicit_go_conformances(&mut self) {
+    /// interface's (non-empty) method set conforms to it. Runs over the rebuilt types,
+    /// which include every Go type whenever Go code changed.
+    fn add_implicit_go_conformances(&mut self, rebuilt: &[String]) {
         let interfaces: Vec<(String, BTreeSet<String>)> = self
             .types
             .values()
@@ -274,12 +490,19 @@ impl ProjectGraph {
             .map(|t| (t.name.clone(), self.protocol_requirements(&t.name)))
             .filter(|(_, reqs)| !reqs.is_empty())
             .collect();
-        let structs: Vec<String> = self
-            .types
-            .values()
-            .filter(|t| t.language == Lang::Go && t.kind != TypeKind::Protocol)
-            .map(|t| t.name.clone())
+        if interfaces.is_empty() {
+            return;
+        }
+        let mut structs: Vec<&String> = rebuilt
+            .iter()
+            .filter(|k| {
+                self.types
+                    .get(*k)
+                    .is_some_and(|t| t.language == Lang::Go && t.kind != TypeKind::Protocol)
+            })
             .collect();
+        structs.sort();
+        let structs: Vec<String> = structs.into_iter().cloned().collect();
         for name in structs {
             let methods = self.method_set(&name);
             for (iface, reqs) in &interfaces {
@@ -336,6 +559,19 @@ impl ProjectGraph {
         }
     }
 
+    fn count_files(&mut self, files: &[&FileSummary]) {
+        self.languages.clear();
+        self.extensions.clear();
+        for file in files {
+            *self.languages.entry(file.language).or_default() += 1;
+            let ext = std::path::Path::new(&file.path)
+                .extension()
+                .and_then(|e| e.to_str())
+                .map_or_else(|| "(none)".to_string(), |e| format!(".{e}"));
+            *self.extensions.entry(ext).or_default() += 1;
+        }
+    }
+
     fn count_totals(&mut self, files: usize) {
         let mut t = Totals {
             files,
@@ -353,13 +589,8 @@ impl ProjectGraph {
             t.methods += info.methods.len();
         }
         t.functions = self.functions.values().map(Vec::len).sum();
-        t.call_edges = self.calls.edges.len();
-        t.resolved_call_edges = self
-            .calls
-            .edges
-            .iter()
-            .filter(|e| e.callee.is_some())
-            .count();
+        t.call_edges = self.calls.len();
+        t.resolved_call_edges = self.calls.iter().filter(|e| e.callee.is_some()).count();
         self.totals = t;
     }
 
@@ -420,6 +651,15 @@ impl ProjectGraph {
         std::iter::once(name.to_string())
             .chain(reached.into_iter().map(|(n, _)| n))
             .collect()
+    }
+
+    /// Types deriving from `key` (subclasses and conformers, transitively).
+    pub(crate) fn derived(&self, key: &str) -> Vec<(String, usize)> {
+        self.breadth_first(key, usize::MAX, |n| {
+            let mut next = self.conformers.get(n).cloned().unwrap_or_default();
+            next.extend(self.subclasses.get(n).cloned().unwrap_or_default());
+            next
+        })
     }
 
     fn breadth_first(
@@ -524,10 +764,15 @@ impl ProjectGraph {
     /// method/function name, or a free-function key.
     pub fn find_callables(&self, query: &str) -> Vec<String> {
         if let Some((class, method)) = query.rsplit_once('.') {
-            if let Some((info, m)) = self.lookup_method(class, method) {
-                return vec![method_key(&info.name, &m.name)];
-            }
-            return Vec::new();
+            // A shared simple name means every type of that name.
+            return self
+                .types_named(class)
+                .iter()
+                .filter_map(|t| self.lookup_method(&t.name, method))
+                .map(|(info, m)| method_key(&info.name, &m.name))
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .collect();
         }
         let mut keys = Vec::new();
         for info in self.types.values() {
@@ -554,7 +799,12 @@ impl ProjectGraph {
     }
 }
 
-fn merge_method(info: &mut TypeInfo, m: &Method, file: &str, from_extension: Option<String>) {
+pub(crate) fn merge_method(
+    info: &mut TypeInfo,
+    m: &Method,
+    file: &str,
+    from_extension: Option<String>,
+) {
     let new = MethodInfo {
         name: m.name.clone(),
         is_static: m.is_static,
@@ -590,7 +840,7 @@ fn merge_method(info: &mut TypeInfo, m: &Method, file: &str, from_extension: Opt
     }
 }
 
-fn add_extension(info: &mut TypeInfo, decl: &TypeDecl, file: &str) {
+pub(crate) fn add_extension(info: &mut TypeInfo, decl: &TypeDecl, file: &str) {
     let methods: Vec<String> = decl.methods.iter().map(|m| m.name.clone()).collect();
     // An ObjC category appears twice (interface + implementation): merge them.
     if let Some(existing) = info

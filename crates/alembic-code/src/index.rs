@@ -86,6 +86,21 @@ pub struct IndexReport {
     pub elapsed_ms: u64,
 }
 
+/// Which summaries a refresh replaced or removed, for incremental graph updates.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct IndexChanges {
+    /// Paths parsed anew or removed (new, edited, deleted, newly skipped files).
+    pub paths: Vec<String>,
+    /// The summaries those paths had before the refresh (none for new files).
+    pub previous: Vec<FileSummary>,
+}
+
+impl IndexChanges {
+    pub fn is_empty(&self) -> bool {
+        self.paths.is_empty()
+    }
+}
+
 /// Progress notifications for a refresh (drive a progress bar).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Progress {
@@ -276,6 +291,14 @@ impl CodeIndex {
         &mut self,
         progress: &(dyn Fn(Progress) + Sync),
     ) -> Result<IndexReport, IndexError> {
+        self.refresh_tracked(progress).map(|(report, _)| report)
+    }
+
+    /// [`CodeIndex::refresh`], also returning which summaries changed.
+    pub fn refresh_tracked(
+        &mut self,
+        progress: &(dyn Fn(Progress) + Sync),
+    ) -> Result<(IndexReport, IndexChanges), IndexError> {
         let started = Instant::now();
         let found = walk_files(&self.root, &|rel| Lang::from_path(Path::new(rel)).is_some());
         let (changed, unchanged): (Vec<FoundFile>, Vec<FoundFile>) =
@@ -315,9 +338,9 @@ impl CodeIndex {
             removed: removed.len(),
             ..IndexReport::default()
         };
-        self.persist(checked, &removed, &mut report)?;
+        let changes = self.persist(checked, &removed, &mut report)?;
         report.elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        Ok(report)
+        Ok((report, changes))
     }
 
     fn persist(
@@ -325,11 +348,16 @@ impl CodeIndex {
         checked: Vec<Checked>,
         removed: &[String],
         report: &mut IndexReport,
-    ) -> Result<(), IndexError> {
+    ) -> Result<IndexChanges, IndexError> {
+        let mut changes = IndexChanges::default();
+        let mut note = |path: &str, old: Option<FileRecord>| {
+            changes.paths.push(path.to_string());
+            changes.previous.extend(old.map(|r| r.summary));
+        };
         let tx = self.conn.transaction()?;
         for path in removed {
             tx.execute("delete from code_files where path = ?1", params![path])?;
-            self.records.remove(path);
+            note(path, self.records.remove(path));
         }
         for item in checked {
             match item {
@@ -375,12 +403,14 @@ impl CodeIndex {
                         hash,
                         summary,
                     };
-                    self.records.insert(found.rel, record);
+                    let path = found.rel.clone();
+                    note(&path, self.records.insert(found.rel, record));
                     report.parsed += 1;
                 }
                 Checked::Skipped(s) => {
                     tx.execute("delete from code_files where path = ?1", params![s.path])?;
-                    if self.records.remove(&s.path).is_some() {
+                    if let Some(old) = self.records.remove(&s.path) {
+                        note(&s.path, Some(old));
                         report.removed += 1;
                     }
                     report.skipped.push(s);
@@ -389,7 +419,7 @@ impl CodeIndex {
         }
         tx.commit()?;
         report.skipped.sort_by(|a, b| a.path.cmp(&b.path));
-        Ok(())
+        Ok(changes)
     }
 
     /// Number of indexed files.
@@ -414,5 +444,17 @@ impl CodeIndex {
     /// Builds the project graph from the current summaries.
     pub fn graph(&self) -> ProjectGraph {
         ProjectGraph::build(self.summaries())
+    }
+
+    /// Applies `changes` (accumulated since `graph` was last in step with this index) to
+    /// `graph` without rebuilding it.
+    pub fn update_graph(&self, graph: &mut ProjectGraph, changes: &IndexChanges) {
+        let all: crate::graph::Summaries = self
+            .records
+            .iter()
+            .map(|(p, r)| (p.as_str(), &r.summary))
+            .collect();
+        let paths: Vec<&str> = changes.paths.iter().map(String::as_str).collect();
+        graph.update(&all, &paths, &changes.previous);
     }
 }

@@ -1,8 +1,9 @@
 //! [`CodeService`]: the shared, thread-safe front of the index that tool handlers use.
 //!
 //! Every query first refreshes the index (a walk plus `stat`s when nothing changed), so
-//! answers follow the files on disk; the graph and the semantic index are rebuilt only
-//! when a refresh changed something.
+//! answers follow the files on disk. After a change the graph is updated incrementally
+//! (only what the changed files reach; see [`ProjectGraph::update`]) when it is next
+//! asked for; the semantic index is rebuilt.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -11,13 +12,16 @@ use std::time::Instant;
 use alembic_safety::PathGuard;
 
 use crate::graph::ProjectGraph;
-use crate::index::{CodeIndex, IndexError, IndexReport};
+use crate::index::{CodeIndex, IndexChanges, IndexError, IndexReport};
 use crate::semantic::{CodeEmbedder, SemanticIndex};
 use crate::summary::FileSummary;
 
 struct State {
     index: Option<CodeIndex>,
     graph: Option<Arc<ProjectGraph>>,
+    /// Changes the graph has not seen yet. Invariant: `previous` holds, per path, the
+    /// summary the graph was last updated with (none for files it never saw).
+    pending: IndexChanges,
     semantic: Option<Arc<SemanticIndex>>,
     graph_build_ms: u64,
 }
@@ -52,6 +56,7 @@ impl CodeService {
             state: Mutex::new(State {
                 index: None,
                 graph: None,
+                pending: IndexChanges::default(),
                 semantic: None,
                 graph_build_ms: 0,
             }),
@@ -89,14 +94,24 @@ impl CodeService {
         refresh_locked(&self.root, &mut state)
     }
 
-    /// The current project graph.
+    /// The current project graph: built on first use, then updated incrementally.
     pub fn graph(&self) -> Result<Arc<ProjectGraph>, IndexError> {
         let mut state = self.lock();
         refresh_locked(&self.root, &mut state)?;
-        if let Some(g) = &state.graph {
-            return Ok(Arc::clone(g));
-        }
         let started = Instant::now();
+        let pending = std::mem::take(&mut state.pending);
+        let State { index, graph, .. } = &mut *state;
+        if let (Some(g), Some(index)) = (graph.as_mut(), index.as_ref()) {
+            if !pending.is_empty() {
+                // Copies the graph only if a tool still holds the previous version.
+                index.update_graph(Arc::make_mut(g), &pending);
+                state.graph_build_ms =
+                    u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+            }
+            if let Some(g) = &state.graph {
+                return Ok(Arc::clone(g));
+            }
+        }
         let graph = Arc::new(
             state
                 .index
@@ -150,11 +165,28 @@ fn refresh_locked(root: &Path, state: &mut State) -> Result<IndexReport, IndexEr
     let Some(index) = state.index.as_mut() else {
         return Ok(IndexReport::default());
     };
-    let report = index.refresh(&|_| {})?;
-    let changed = report.parsed > 0 || report.removed > 0;
-    if changed {
-        state.graph = None;
+    let (report, changes) = index.refresh_tracked(&|_| {})?;
+    if !changes.is_empty() {
         state.semantic = None;
+        if state.graph.is_some() {
+            add_pending(&mut state.pending, changes);
+        }
     }
     Ok(report)
+}
+
+/// Adds a refresh's changes to those the graph has not seen, keeping for each path the
+/// oldest previous summary (the one the graph knows).
+fn add_pending(pending: &mut IndexChanges, changes: IndexChanges) {
+    let seen: std::collections::HashSet<String> = pending.paths.iter().cloned().collect();
+    for old in changes.previous {
+        if !seen.contains(&old.path) {
+            pending.previous.push(old);
+        }
+    }
+    for path in changes.paths {
+        if !seen.contains(&path) {
+            pending.paths.push(path);
+        }
+    }
 }

@@ -170,7 +170,7 @@ impl Dependencies {
     }
 
     fn add_calls(&mut self, graph: &ProjectGraph) {
-        for edge in &graph.calls.edges {
+        for edge in graph.calls.iter() {
             if edge.confidence < DEPENDENCY_CONFIDENCE {
                 continue;
             }

@@ -85,13 +85,37 @@ pub(super) fn find_type<'g>(
     name: &str,
     what: &str,
 ) -> Result<&'g TypeInfo, ToolError> {
-    graph.types.get(name).ok_or_else(|| {
-        not_found(
+    match graph.types_named(name).as_slice() {
+        [one] => Ok(one),
+        [] => Err(not_found(
             what,
             name,
             &similar(name, graph.types.keys().map(String::as_str)),
-        )
-    })
+        )),
+        many => Err(ambiguous(what, name, many)),
+    }
+}
+
+/// A simple name shared by several types: list them with the keys that select one.
+fn ambiguous(what: &str, name: &str, candidates: &[&TypeInfo]) -> ToolError {
+    let listed: Vec<String> = candidates
+        .iter()
+        .map(|t| {
+            format!(
+                "{} ({} {}, {}:{})",
+                t.name,
+                t.language.name(),
+                t.kind.name(),
+                t.file,
+                t.line
+            )
+        })
+        .collect();
+    ToolError::Invalid(format!(
+        "{what} \"{name}\" is ambiguous: {} types have that name: {}; pass one of these qualified names instead",
+        candidates.len(),
+        listed.join(", ")
+    ))
 }
 
 fn overview(service: &CodeService, _: &Value) -> Result<ToolOutput, ToolError> {

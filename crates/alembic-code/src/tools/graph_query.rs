@@ -329,7 +329,7 @@ fn topology(g: &ProjectGraph) -> ToolOutput {
         layers.len(),
         cycles.len(),
         g.types.len(),
-        g.calls.edges.len()
+        g.calls.len()
     );
     for (layer, ms) in &layers {
         let _ = writeln!(
@@ -356,7 +356,7 @@ fn topology(g: &ProjectGraph) -> ToolOutput {
             top.join(", ")
         }
     );
-    let data = json!({"modules": g.modules.modules.len(), "layers": layers, "cycles": cycles, "mostDependedOn": top, "types": g.types.len(), "callEdges": g.calls.edges.len()});
+    let data = json!({"modules": g.modules.modules.len(), "layers": layers, "cycles": cycles, "mostDependedOn": top, "types": g.types.len(), "callEdges": g.calls.len()});
     ToolOutput::new(data, text)
 }
 

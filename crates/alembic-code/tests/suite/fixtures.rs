@@ -94,7 +94,6 @@ pub fn overrides(graph: &ProjectGraph, class: &str, method: &str) -> Vec<String>
 pub fn resolved_calls(graph: &ProjectGraph) -> Vec<String> {
     let mut out: Vec<String> = graph
         .calls
-        .edges
         .iter()
         .filter_map(|e| {
             let callee = e.callee.as_ref()?;

@@ -1,0 +1,168 @@
+//! Merging the declarations that share a simple name into [`TypeInfo`]s, and choosing
+//! between same-named types.
+//!
+//! Primary declarations (class, struct, enum, protocol…) in the same *scope* are one type;
+//! in different scopes they are different types, keyed `scope::Name`. Extensions,
+//! categories, impl blocks and out-of-line members join the type of their own scope, or
+//! else the nearest type by path, or, when the project declares no such type, an
+//! extension-only type keyed by the bare name.
+
+use crate::graph::{TypeInfo, add_extension, merge_method};
+use crate::language::Lang;
+use crate::summary::{FileSummary, TypeDecl, TypeKind};
+use crate::topology::module_of;
+
+/// Where a type name must be unique in a language: the file for languages whose files
+/// are modules, nothing for C and Objective-C (one global namespace), else the directory
+/// (Swift targets, Go and Java/Kotlin packages, C++ without namespace information).
+pub fn scope_of(lang: Lang, path: &str) -> String {
+    match lang {
+        Lang::Python | Lang::JavaScript | Lang::TypeScript | Lang::Tsx | Lang::Rust => {
+            path.to_string()
+        }
+        Lang::C | Lang::ObjC => String::new(),
+        Lang::Swift | Lang::Go | Lang::Java | Lang::Kotlin | Lang::Cpp => module_of(path),
+    }
+}
+
+/// Key of a type with simple name `name` in `scope` when `shared` (several scopes).
+fn type_key(name: &str, scope: &str, shared: bool) -> String {
+    if shared && !scope.is_empty() {
+        format!("{scope}::{name}")
+    } else {
+        name.to_string()
+    }
+}
+
+/// The types named `name`, from all its declarations in path order then source order.
+pub(crate) fn merge_named(name: &str, decls: &[(&FileSummary, &TypeDecl)]) -> Vec<TypeInfo> {
+    let mut scopes: Vec<(String, &str)> = Vec::new();
+    for (file, decl) in decls {
+        let scope = scope_of(file.language, &file.path);
+        if decl.kind.is_primary() && !scopes.iter().any(|(s, _)| *s == scope) {
+            scopes.push((scope, file.path.as_str()));
+        }
+    }
+    let shared = scopes.len() > 1;
+    let mut groups: Vec<Option<TypeInfo>> = vec![None; scopes.len().max(1)];
+    for (file, decl) in decls {
+        let i = group_of(&scopes, file);
+        let key = match scopes.get(i) {
+            Some((scope, _)) => type_key(name, scope, shared),
+            None => name.to_string(),
+        };
+        let info = groups[i].get_or_insert_with(|| new_type(key, file, decl));
+        add_decl(info, file, decl);
+    }
+    groups.into_iter().flatten().collect()
+}
+
+/// Index of the group a declaration belongs to (0 when there is no primary at all).
+fn group_of(scopes: &[(String, &str)], file: &FileSummary) -> usize {
+    let scope = scope_of(file.language, &file.path);
+    if let Some(i) = scopes.iter().position(|(s, _)| *s == scope) {
+        return i;
+    }
+    let mut best = 0;
+    let mut best_len = 0;
+    for (i, (_, path)) in scopes.iter().enumerate() {
+        let len = common_dirs(path, &file.path);
+        if len > best_len {
+            best = i;
+            best_len = len;
+        }
+    }
+    best
+}
+
+/// Number of leading directories two paths share.
+fn common_dirs(a: &str, b: &str) -> usize {
+    let dirs = |p: &str| -> Vec<String> {
+        let mut parts: Vec<String> = p.split('/').map(str::to_string).collect();
+        parts.pop();
+        parts
+    };
+    dirs(a)
+        .iter()
+        .zip(dirs(b).iter())
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
+/// Of several same-named types, the one `from` most likely means: same scope, else the
+/// nearest by path, else the first.
+pub(crate) fn nearest<'a>(candidates: &[&'a TypeInfo], from: &str) -> Option<&'a TypeInfo> {
+    if let Some(t) = candidates
+        .iter()
+        .find(|t| scope_of(t.language, from) == scope_of(t.language, &t.file))
+    {
+        return Some(t);
+    }
+    let mut best: Option<(&TypeInfo, usize)> = None;
+    for t in candidates {
+        let len = common_dirs(&t.file, from);
+        if best.is_none_or(|(_, l)| len > l) {
+            best = Some((t, len));
+        }
+    }
+    best.map(|(t, _)| t)
+}
+
+fn new_type(key: String, file: &FileSummary, decl: &TypeDecl) -> TypeInfo {
+    TypeInfo {
+        name: key,
+        simple_name: decl.name.clone(),
+        kind: decl.kind,
+        language: file.language,
+        file: file.path.clone(),
+        line: decl.line,
+        superclass: None,
+        conformances: Vec::new(),
+        methods: Vec::new(),
+        properties: Vec::new(),
+        extensions: Vec::new(),
+        declared: false,
+    }
+}
+
+/// Adds one declaration to its type. Parents stay as written until resolved.
+fn add_decl(info: &mut TypeInfo, file: &FileSummary, decl: &TypeDecl) {
+    if decl.kind.is_primary() && !info.declared {
+        info.declared = true;
+        info.kind = decl.kind;
+        info.language = file.language;
+        info.file = file.path.clone();
+        info.line = decl.line;
+    }
+    if info.superclass.is_none() {
+        info.superclass = decl.superclass.clone();
+    }
+    for c in &decl.conformances {
+        if !info.conformances.contains(c) && *c != info.simple_name {
+            info.conformances.push(c.clone());
+        }
+    }
+    let from_extension = (decl.kind == TypeKind::Extension).then(|| {
+        decl.category
+            .clone()
+            .unwrap_or_else(|| "extension".to_string())
+    });
+    for m in &decl.methods {
+        merge_method(info, m, &file.path, from_extension.clone());
+    }
+    for p in &decl.properties {
+        if !info.properties.iter().any(|q| q.name == p.name) {
+            info.properties.push(crate::graph::PropertyInfo {
+                name: p.name.clone(),
+                type_name: p.type_name.clone(),
+                is_static: p.is_static,
+                attributes: p.attributes.clone(),
+                file: file.path.clone(),
+                line: p.line,
+            });
+        }
+    }
+    if decl.kind == TypeKind::Extension {
+        add_extension(info, decl, &file.path);
+    }
+}
