@@ -18,6 +18,8 @@ pub enum AgentError {
     },
     #[error("the run was cancelled")]
     Cancelled,
+    #[error("the run took longer than its limit of {} s and was stopped", .limit.as_secs_f64())]
+    TimedOut { limit: std::time::Duration },
     #[error("working memory: {0}")]
     Memory(#[from] CoordinatorError),
     #[error("agent setup: {0}")]

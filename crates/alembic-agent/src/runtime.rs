@@ -1,6 +1,7 @@
 //! [`AgentRuntime`]: runs a question through the stages of a preset and keeps what was learnt.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use alembic_context::{
@@ -9,7 +10,7 @@ use alembic_context::{
 };
 use alembic_llm::LlmProvider;
 use alembic_memory::MemorySource;
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::error::AgentError;
 use crate::events::{AgentEvent, EventSink};
@@ -37,6 +38,8 @@ pub struct AgentOptions {
     pub context_budget: Option<usize>,
     /// Milliseconds clock for the session cache.
     pub clock: MillisClock,
+    /// Wall-clock limit of one whole run (every stage); `None` runs until the stages end.
+    pub run_timeout: Option<Duration>,
 }
 
 impl std::fmt::Debug for AgentOptions {
@@ -47,6 +50,7 @@ impl std::fmt::Debug for AgentOptions {
             .field("max_tool_calls_per_turn", &self.max_tool_calls_per_turn)
             .field("keep_importance", &self.keep_importance)
             .field("strike_pause", &self.strike_pause)
+            .field("run_timeout", &self.run_timeout)
             .finish_non_exhaustive()
     }
 }
@@ -66,6 +70,7 @@ impl Default for AgentOptions {
                     .duration_since(UNIX_EPOCH)
                     .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
             }),
+            run_timeout: None,
         }
     }
 }
@@ -223,6 +228,7 @@ impl AgentRuntime {
                 ..StaticPromptRequest::default()
             },
         )?;
+        let deadline = RunDeadline::arm(cancel, self.options.run_timeout);
         let ctx = RunContext {
             runtime: self,
             provider: &self.provider,
@@ -232,9 +238,11 @@ impl AgentRuntime {
             coordinator: &coordinator,
             scope: &scope,
             static_memory: &static_memory,
-            cancel,
+            cancel: &deadline.token,
         };
-        let outcomes = run_stages(&ctx, &stages, &request.question).await;
+        let outcomes = run_stages(&ctx, &stages, &request.question)
+            .await
+            .map_err(|e| deadline.explain(e));
         let findings = coordinator.with_active(&scope, |ac| ac.findings().to_vec());
         coordinator.close_scope(&scope, None)?;
         let outcomes = outcomes?;
@@ -339,5 +347,51 @@ fn assemble(
         usage,
         stages,
         memory,
+    }
+}
+
+/// The run's cancellation token: the caller's, plus the run timeout when one is set.
+struct RunDeadline {
+    token: CancellationToken,
+    limit: Option<Duration>,
+    expired: Arc<AtomicBool>,
+    /// Stops the timer task when the run ends first.
+    _stop_timer: Option<DropGuard>,
+}
+
+impl RunDeadline {
+    fn arm(caller: &CancellationToken, limit: Option<Duration>) -> RunDeadline {
+        let token = caller.child_token();
+        let expired = Arc::new(AtomicBool::new(false));
+        let stop_timer = limit.map(|limit| {
+            let stop = CancellationToken::new();
+            let (run, fired, stopped) = (token.clone(), Arc::clone(&expired), stop.clone());
+            tokio::spawn(async move {
+                tokio::select! {
+                    () = tokio::time::sleep(limit) => {
+                        fired.store(true, Ordering::SeqCst);
+                        run.cancel();
+                    }
+                    () = stopped.cancelled() => {}
+                }
+            });
+            stop.drop_guard()
+        });
+        RunDeadline {
+            token,
+            limit,
+            expired,
+            _stop_timer: stop_timer,
+        }
+    }
+
+    /// A cancellation caused by the timer is reported as a timeout, not as the user's cancel.
+    fn explain(&self, error: AgentError) -> AgentError {
+        match (error, self.limit) {
+            (AgentError::Cancelled, Some(limit)) if self.expired.load(Ordering::SeqCst) => {
+                AgentError::TimedOut { limit }
+            }
+            (other, _) => other,
+        }
     }
 }

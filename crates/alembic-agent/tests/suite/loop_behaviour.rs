@@ -1,6 +1,7 @@
 //! Loop behaviour: errors, malformed calls, refusals, limits, rollback, summary, cancellation.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use alembic_agent::{
     AgentError, AgentEvent, AgentPreset, EMPTY_REPLY_NUDGE, FORCED_SUMMARY_NUDGE, RunRequest,
@@ -225,6 +226,33 @@ async fn cancellation_stops_the_run() {
     let err = agent.run(&request, &cancel).await.unwrap_err();
     assert!(matches!(err, AgentError::Cancelled), "{err}");
     assert!(h.requests().len() <= 2);
+}
+
+#[tokio::test]
+async fn a_run_over_its_time_limit_is_stopped_and_says_so() {
+    let mut h = Harness::new(ProviderKind::OpenAi).await;
+    h.options.run_timeout = Some(Duration::from_millis(150));
+    h.server.push(FakeReply::Hang);
+    let request = RunRequest::new("Q", AgentPreset::from_name("chat"));
+    let err = h
+        .agent()
+        .run(&request, &CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, AgentError::TimedOut { limit } if limit == Duration::from_millis(150)),
+        "{err}"
+    );
+    assert!(err.to_string().contains("limit of 0.15 s"), "{err}");
+}
+
+#[tokio::test]
+async fn a_run_inside_its_time_limit_is_unaffected() {
+    let mut h = Harness::new(ProviderKind::OpenAi).await;
+    h.options.run_timeout = Some(Duration::from_secs(60));
+    h.server.push(FakeTurn::text("done"));
+    let report = h.ask("chat", "Q").await;
+    assert_eq!(report.answer, "done");
 }
 
 #[tokio::test]
