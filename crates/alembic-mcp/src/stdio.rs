@@ -31,8 +31,8 @@ use std::sync::{Arc, Mutex as StdMutex};
 
 use rmcp::RoleServer;
 use rmcp::model::{
-    ClientJsonRpcMessage, ClientNotification, ErrorCode, ErrorData, JsonRpcMessage, RequestId,
-    ServerJsonRpcMessage,
+    ClientJsonRpcMessage, ClientNotification, ErrorCode, ErrorData, GetMeta, JsonRpcMessage,
+    RequestId, ServerJsonRpcMessage, ServerResult,
 };
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
@@ -202,27 +202,46 @@ where
         Verdict::Message(Box::new(msg))
     }
 
-    /// Puts the client's id back on an answer and frees it. `None` when the answer is for a
-    /// request that was cancelled: the client no longer waits for it, and may have reused its
-    /// id already.
+    /// Puts the client's ids back on a message: an answer's id, which is freed, and the
+    /// subscription id (the id of a `subscriptions/listen` request) that a notification or
+    /// the listen result carries. `None` when the answer is for a request that was cancelled:
+    /// the client no longer waits for it, and may have reused its id already.
     ///
     /// The id is free before the answer is written: the client cannot learn that the request
     /// ended, and so reuse its id, any earlier.
     fn outgoing(&self, mut msg: ServerJsonRpcMessage) -> Option<ServerJsonRpcMessage> {
-        let slot = match &mut msg {
-            JsonRpcMessage::Response(r) => Some(&mut r.id),
-            JsonRpcMessage::Error(e) => e.id.as_mut(),
-            JsonRpcMessage::Request(_) | JsonRpcMessage::Notification(_) => None,
-        };
-        let Some(slot) = slot else {
-            return Some(msg);
-        };
         let mut ids = self.ids.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(client) = ids.finish(slot) else {
-            tracing::debug!(id = %slot, "dropping the answer to a cancelled request");
-            return None;
-        };
-        *slot = client;
+        match &mut msg {
+            JsonRpcMessage::Response(r) => {
+                let Some(client) = ids.finish(&r.id) else {
+                    tracing::debug!(id = %r.id, "dropping the answer to a cancelled request");
+                    return None;
+                };
+                if let ServerResult::SubscriptionsListenResult(listen) = &mut r.result
+                    && listen.meta.subscription_id().as_ref() == Some(&r.id)
+                {
+                    listen.meta.set_subscription_id(client.clone());
+                }
+                r.id = client;
+            }
+            JsonRpcMessage::Error(e) => {
+                if let Some(id) = &mut e.id {
+                    let Some(client) = ids.finish(id) else {
+                        tracing::debug!(%id, "dropping the error answer to a cancelled request");
+                        return None;
+                    };
+                    *id = client;
+                }
+            }
+            JsonRpcMessage::Notification(n) => {
+                let client = (n.notification.get_meta().subscription_id())
+                    .and_then(|internal| ids.client_id(&internal));
+                if let Some(client) = client {
+                    n.notification.get_meta_mut().set_subscription_id(client);
+                }
+            }
+            JsonRpcMessage::Request(_) => {}
+        }
         Some(msg)
     }
 }
@@ -254,6 +273,10 @@ impl RequestIds {
         let internal = self.by_client.remove(&id_key(client))?;
         self.by_internal.remove(&internal);
         Some(internal)
+    }
+
+    fn client_id(&self, internal: &RequestId) -> Option<RequestId> {
+        self.by_internal.get(internal).cloned()
     }
 
     /// Forgets an answered request; the client's id for it, if it was in progress.
@@ -450,5 +473,110 @@ where
 
     async fn close(&mut self) -> Result<(), Self::Error> {
         self.writer.lock().await.flush().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use rmcp::model::{SubscriptionsListenResult, ToolListChangedNotification};
+
+    type Duplex = tokio::io::DuplexStream;
+
+    fn transport() -> LineTransport<Duplex, Duplex> {
+        let (reader, _) = tokio::io::duplex(64);
+        let (writer, _) = tokio::io::duplex(64);
+        LineTransport::new(reader, writer)
+    }
+
+    /// Admits a client message; the message rmcp gets.
+    fn admit(t: &LineTransport<Duplex, Duplex>, msg: Value) -> Value {
+        let parsed: ClientJsonRpcMessage = serde_json::from_value(msg).unwrap();
+        match t.admit(parsed) {
+            Verdict::Message(m) => serde_json::to_value(*m).unwrap(),
+            Verdict::Answer(_) => panic!("answered instead of admitted"),
+            Verdict::Ignore => Value::Null,
+        }
+    }
+
+    fn internal(id: &Value) -> RequestId {
+        serde_json::from_value(id.clone()).unwrap()
+    }
+
+    fn ping(id: Value) -> Value {
+        json!({"jsonrpc": "2.0", "id": id, "method": "ping"})
+    }
+
+    #[test]
+    fn answers_go_out_under_the_clients_id_and_free_it() {
+        let t = transport();
+        let a = admit(&t, ping(json!("a")));
+        let b = admit(&t, ping(json!(7)));
+        assert_ne!(a["id"], b["id"]);
+        let answer = ServerJsonRpcMessage::response(ServerResult::empty(()), internal(&b["id"]));
+        let out = serde_json::to_value(t.outgoing(answer).unwrap()).unwrap();
+        assert_eq!(out["id"], json!(7));
+        // The id is free again; the next request under it gets a new internal id.
+        let again = admit(&t, ping(json!(7)));
+        assert_ne!(again["id"], b["id"]);
+    }
+
+    #[test]
+    fn a_cancelled_requests_late_answer_is_dropped() {
+        let t = transport();
+        let first = admit(&t, ping(json!(1)));
+        let cancel = admit(
+            &t,
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}),
+        );
+        assert_eq!(cancel["params"]["requestId"], first["id"]);
+        let reuse = admit(&t, ping(json!(1)));
+        let late = ServerJsonRpcMessage::response(ServerResult::empty(()), internal(&first["id"]));
+        assert!(t.outgoing(late).is_none());
+        let answer =
+            ServerJsonRpcMessage::response(ServerResult::empty(()), internal(&reuse["id"]));
+        assert_eq!(
+            serde_json::to_value(t.outgoing(answer).unwrap()).unwrap()["id"],
+            json!(1)
+        );
+        // Cancelling what is not in progress reaches nothing.
+        let stray = admit(
+            &t,
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}),
+        );
+        assert_eq!(stray, Value::Null);
+    }
+
+    #[test]
+    fn subscription_ids_are_the_clients_listen_request_id() {
+        let t = transport();
+        let listen = internal(&admit(&t, ping(json!("listen-1")))["id"]);
+        let mut changed = ToolListChangedNotification::default();
+        let mut meta = rmcp::model::NotificationMetaObject::new();
+        meta.set_subscription_id(listen.clone());
+        changed.extensions.insert(meta);
+        let note = ServerJsonRpcMessage::notification(
+            rmcp::model::ServerNotification::ToolListChangedNotification(changed),
+        );
+        let out = serde_json::to_value(t.outgoing(note).unwrap()).unwrap();
+        assert_eq!(
+            out["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+            json!("listen-1")
+        );
+        let done = ServerJsonRpcMessage::response(
+            ServerResult::SubscriptionsListenResult(SubscriptionsListenResult::complete(
+                listen.clone(),
+            )),
+            listen,
+        );
+        let out = serde_json::to_value(t.outgoing(done).unwrap()).unwrap();
+        assert_eq!(
+            (
+                out["id"].clone(),
+                out["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"].clone()
+            ),
+            (json!("listen-1"), json!("listen-1"))
+        );
     }
 }
