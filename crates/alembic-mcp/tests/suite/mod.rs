@@ -1,4 +1,5 @@
 mod calls;
 mod cancel_progress;
+mod http;
 mod support;
 mod transport;

@@ -191,8 +191,16 @@ pub struct Session {
     _dir: tempfile::TempDir,
 }
 
-impl Session {
-    pub fn start() -> Session {
+/// A server over the test registry, with what the test observes of it.
+pub struct TestServer {
+    pub server: AlembicServer,
+    pub audit: mpsc::UnboundedReceiver<AuditEntry>,
+    pub signals: Arc<Signals>,
+    pub dir: tempfile::TempDir,
+}
+
+impl TestServer {
+    pub fn new() -> TestServer {
         let dir = tempfile::tempdir().unwrap();
         let signals = Arc::new(Signals::default());
         let (tx, audit) = mpsc::unbounded_channel();
@@ -200,6 +208,23 @@ impl Session {
             .audit(Arc::new(ChannelAudit(tx)))
             .build();
         let server = AlembicServer::from_parts(pipeline, Allowlist::only(ALLOWED), None);
+        TestServer {
+            server,
+            audit,
+            signals,
+            dir,
+        }
+    }
+}
+
+impl Session {
+    pub fn start() -> Session {
+        let TestServer {
+            server,
+            audit,
+            signals,
+            dir,
+        } = TestServer::new();
         let (client_end, server_end) = tokio::io::duplex(64 * 1024);
         let (sr, sw) = tokio::io::split(server_end);
         let handle = tokio::spawn(async move {
