@@ -15,7 +15,7 @@ use std::time::SystemTime;
 use alembic_store::rusqlite::{self, Connection, OptionalExtension, params};
 use alembic_store::{Migration, StoreError};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::canonical::{canonical_json, sha256_hex};
 use crate::pipeline::{ToolCall, ToolOutcome};
@@ -176,28 +176,41 @@ pub struct AuditRecord {
     pub hash: Option<String>,
 }
 
-fn record_hash(seq: i64, e: &AuditEntry, prev: &str) -> String {
-    let body = json!({
-        "seq": seq,
-        "ts": e.ts,
-        "call_id": e.call_id,
-        "parent_call_id": e.parent_call_id,
-        "caller": e.caller,
-        "tool": e.tool,
-        "args": e.args,
-        "args_sha256": e.args_sha256,
-        "verdict": e.verdict,
-        "rule": e.rule,
-        "outcome": e.outcome,
-        "output_sha256": e.output_sha256,
-        "duration_us": e.duration_us,
-    });
-    let mut text = String::from(DOMAIN);
-    text.push('\0');
-    text.push_str(prev);
-    text.push('\0');
-    text.push_str(&canonical_json(&body));
-    sha256_hex(text.as_bytes())
+/// The hash of a record: SHA-256 of the domain, the previous hash and the canonical JSON of
+/// the record's fields. `args_json` is the canonical form of `e.args` (the caller has it
+/// already for the row). Written field by field, keys in sorted order, rather than through
+/// a `json!` value: this runs once per tool call on the audit thread, and building the value
+/// copied every field.
+fn record_hash(seq: i64, e: &AuditEntry, prev: &str, args_json: &str) -> String {
+    let mut text = Vec::with_capacity(320 + args_json.len());
+    text.extend_from_slice(DOMAIN.as_bytes());
+    text.push(0);
+    text.extend_from_slice(prev.as_bytes());
+    text.push(0);
+    text.extend_from_slice(b"{\"args\":");
+    text.extend_from_slice(args_json.as_bytes());
+    hash_field(&mut text, "args_sha256", &e.args_sha256);
+    hash_field(&mut text, "call_id", &e.call_id);
+    hash_field(&mut text, "caller", &e.caller);
+    hash_field(&mut text, "duration_us", &e.duration_us);
+    hash_field(&mut text, "outcome", &e.outcome);
+    hash_field(&mut text, "output_sha256", &e.output_sha256);
+    hash_field(&mut text, "parent_call_id", &e.parent_call_id);
+    hash_field(&mut text, "rule", &e.rule);
+    hash_field(&mut text, "seq", &seq);
+    hash_field(&mut text, "tool", &e.tool);
+    hash_field(&mut text, "ts", &e.ts);
+    hash_field(&mut text, "verdict", &e.verdict);
+    text.push(b'}');
+    sha256_hex(&text)
+}
+
+fn hash_field<T: Serialize + ?Sized>(out: &mut Vec<u8>, key: &str, value: &T) {
+    out.push(b',');
+    // Writing a string, number or null into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, key);
+    out.push(b':');
+    let _ = serde_json::to_writer(&mut *out, value);
 }
 
 /// Opens the project database and brings the audit table up to date.
@@ -229,7 +242,8 @@ pub fn append_entries(conn: &mut Connection, entries: &[AuditEntry]) -> Result<(
         )?;
         for e in entries {
             seq += 1;
-            let hash = record_hash(seq, e, &prev);
+            let args_json = canonical_json(&e.args);
+            let hash = record_hash(seq, e, &prev, &args_json);
             stmt.execute(params![
                 seq,
                 e.ts,
@@ -237,7 +251,7 @@ pub fn append_entries(conn: &mut Connection, entries: &[AuditEntry]) -> Result<(
                 e.parent_call_id,
                 e.caller,
                 e.tool,
-                canonical_json(&e.args),
+                args_json,
                 e.args_sha256,
                 e.verdict,
                 e.rule,
@@ -369,7 +383,7 @@ fn check_record(rec: &AuditRecord, expected_seq: i64, prev: &str) -> Option<Stri
         return Some("previous-hash link does not match the record before it".into());
     }
     let hash = rec.hash.as_ref()?;
-    if *hash != record_hash(rec.seq, &rec.entry, prev) {
+    if *hash != record_hash(rec.seq, &rec.entry, prev, &canonical_json(&rec.entry.args)) {
         return Some("record contents do not match its hash (modified)".into());
     }
     None
@@ -500,4 +514,54 @@ fn write_with_retry(conn: &mut Connection, entries: &[AuditEntry]) -> Result<(),
     append_entries(conn, entries)
         .or_else(|_| append_entries(conn, entries))
         .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The record hash as first defined (canonical JSON of a `json!` object): the field by
+    /// field writer must give the same hashes, or existing logs would stop verifying.
+    fn hash_as_defined(seq: i64, e: &AuditEntry, prev: &str) -> String {
+        let body = json!({
+            "seq": seq, "ts": e.ts, "call_id": e.call_id, "parent_call_id": e.parent_call_id,
+            "caller": e.caller, "tool": e.tool, "args": e.args, "args_sha256": e.args_sha256,
+            "verdict": e.verdict, "rule": e.rule, "outcome": e.outcome,
+            "output_sha256": e.output_sha256, "duration_us": e.duration_us,
+        });
+        let text = format!("{DOMAIN}\0{prev}\0{}", canonical_json(&body));
+        sha256_hex(text.as_bytes())
+    }
+
+    fn entry(parent: Option<&str>, rule: Option<&str>, output: Option<&str>) -> AuditEntry {
+        AuditEntry {
+            ts: "2026-11-30T21:00:00.000001Z".into(),
+            call_id: "0193-a".into(),
+            parent_call_id: parent.map(str::to_string),
+            caller: "mcp:\"cursor\"".into(),
+            tool: "read_project_file".into(),
+            args: json!({"filePath": "src/é.rs", "lines": [1, 2], "z": {"b": null, "a": 1.5}}),
+            args_sha256: "ab".repeat(32),
+            verdict: "blocked".into(),
+            rule: rule.map(str::to_string),
+            outcome: "refused: path escapes the project \n\u{1}".into(),
+            output_sha256: output.map(str::to_string),
+            duration_us: -3,
+        }
+    }
+
+    #[test]
+    fn the_field_by_field_hash_equals_the_hash_as_defined() {
+        for e in [
+            entry(None, None, None),
+            entry(Some("p"), Some("path.escape"), Some("cd")),
+        ] {
+            let args_json = canonical_json(&e.args);
+            assert_eq!(
+                record_hash(7, &e, GENESIS, &args_json),
+                hash_as_defined(7, &e, GENESIS)
+            );
+        }
+    }
 }
