@@ -1,0 +1,624 @@
+//! [`KnowledgeStore`]: entries, their lifecycle history and search on the project database.
+//!
+//! Every write runs in one immediate transaction, so a refused or failed operation leaves
+//! nothing half-applied, and two processes writing at once serialise.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::error::KnowledgeError;
+use crate::model::{Entry, Kind, NewEntry, Status, Transition, normalise_title};
+use crate::schema::{COMPONENT, MIGRATIONS};
+use crate::text;
+
+/// Milliseconds since the Unix epoch; injectable so tests need no wall clock.
+pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
+
+fn system_clock() -> Clock {
+    Arc::new(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0)
+    })
+}
+
+/// The knowledge base of one project.
+pub struct KnowledgeStore {
+    pub(crate) conn: Connection,
+    pub(crate) clock: Clock,
+}
+
+impl std::fmt::Debug for KnowledgeStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KnowledgeStore").finish_non_exhaustive()
+    }
+}
+
+/// Which entries a listing or search returns.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Filter {
+    /// Empty = every status.
+    pub statuses: Vec<Status>,
+    pub kind: Option<Kind>,
+    pub language: Option<String>,
+    pub category: Option<String>,
+    pub knowledge_type: Option<String>,
+    pub limit: usize,
+}
+
+/// A search result: the entry and how much of the query it covers (0..=1).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Hit {
+    pub entry: Entry,
+    pub score: f64,
+}
+
+/// Which usage counter to increase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Usage {
+    View,
+    Adoption,
+    Application,
+}
+
+impl std::str::FromStr for Usage {
+    type Err = KnowledgeError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "view" | "views" => Ok(Usage::View),
+            "adoption" | "adoptions" => Ok(Usage::Adoption),
+            "application" | "applications" => Ok(Usage::Application),
+            other => Err(KnowledgeError::UnknownValue {
+                field: "usage type",
+                value: other.to_string(),
+                accepted: "view, adoption, application",
+            }),
+        }
+    }
+}
+
+const COLUMNS: &str = "id, title, description, kind, knowledge_type, category, language, trigger, \
+    content, pattern, rationale, extra, tags, sources, quality, status, created_by, created_at, \
+    updated_at, views, adoptions, applications";
+
+impl KnowledgeStore {
+    /// Opens the knowledge base in the project database (`.alembic/alembic.db`).
+    pub fn open_project(root: &Path) -> Result<Self, KnowledgeError> {
+        Self::from_connection(alembic_store::open_project(root)?)
+    }
+
+    /// A throw-away knowledge base in memory (tests, dry runs).
+    pub fn open_in_memory() -> Result<Self, KnowledgeError> {
+        Self::from_connection(alembic_store::open_in_memory()?)
+    }
+
+    /// Migrates `conn` and wraps it.
+    pub fn from_connection(mut conn: Connection) -> Result<Self, KnowledgeError> {
+        alembic_store::migrate(&mut conn, COMPONENT, MIGRATIONS)?;
+        conn.execute_batch("pragma foreign_keys = on")?;
+        Ok(KnowledgeStore {
+            conn,
+            clock: system_clock(),
+        })
+    }
+
+    /// Uses `clock` for every timestamp from now on.
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    pub(crate) fn now(&self) -> i64 {
+        (self.clock)()
+    }
+
+    /// Stores a new entry in `status` (draft or submitted), refusing a title that a live
+    /// entry (anything not deprecated) already has.
+    pub fn create(
+        &mut self,
+        new: &NewEntry,
+        status: Status,
+        by: &str,
+        quality: Option<f64>,
+    ) -> Result<Entry, KnowledgeError> {
+        let now = self.now();
+        let id = format!("k-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        if let Some((existing_id, st)) = live_title(&tx, &normalise_title(&new.title), None)? {
+            return Err(KnowledgeError::DuplicateTitle {
+                title: new.title.clone(),
+                existing_id,
+                status: st,
+            });
+        }
+        insert_entry(&tx, &id, new, status, by, quality, now)?;
+        insert_history(&tx, &id, None, status, now, by, None)?;
+        tx.commit()?;
+        self.get(&id)
+    }
+
+    /// The entry with `id`.
+    pub fn get(&self, id: &str) -> Result<Entry, KnowledgeError> {
+        self.conn
+            .query_row(
+                &format!("select {COLUMNS} from knowledge_entries where id = ?1"),
+                [id],
+                entry_from_row,
+            )
+            .optional()?
+            .ok_or_else(|| KnowledgeError::NotFound { id: id.to_string() })
+    }
+
+    /// Whether an entry with `id` exists.
+    pub fn exists(&self, id: &str) -> Result<bool, KnowledgeError> {
+        Ok(self
+            .conn
+            .query_row(
+                "select 1 from knowledge_entries where id = ?1",
+                [id],
+                |_| Ok(()),
+            )
+            .optional()?
+            .is_some())
+    }
+
+    /// Every status change of `id`, oldest first.
+    pub fn history(&self, id: &str) -> Result<Vec<Transition>, KnowledgeError> {
+        self.get(id)?;
+        let mut stmt = self.conn.prepare(
+            "select from_status, to_status, at, by, reason from knowledge_history \
+             where entry_id = ?1 order by seq",
+        )?;
+        let rows = stmt.query_map([id], |r| {
+            Ok((
+                r.get::<_, Option<String>>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, i64>(2)?,
+                r.get::<_, String>(3)?,
+                r.get::<_, Option<String>>(4)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (from, to, at, by, reason) = row?;
+            out.push(Transition {
+                from: from.map(|f| parse_status(&f)).transpose()?,
+                to: parse_status(&to)?,
+                at,
+                by,
+                reason,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Moves `id` to `to`, recording who and why. Refuses moves the lifecycle does not allow,
+    /// naming the current state and the allowed next ones.
+    pub fn transition(
+        &mut self,
+        id: &str,
+        to: Status,
+        by: &str,
+        reason: Option<&str>,
+    ) -> Result<Entry, KnowledgeError> {
+        let now = self.now();
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        transition_in(&tx, id, to, by, reason, now)?;
+        tx.commit()?;
+        self.get(id)
+    }
+
+    /// Replaces the editable fields of a candidate that is still draft, submitted or
+    /// rejected. Published recipes change only through evolution proposals. With
+    /// `resubmit_by`, a draft or rejected candidate goes (back) to review in the same
+    /// transaction (rejected → draft → submitted, each move a history row).
+    pub fn update(
+        &mut self,
+        id: &str,
+        new: &NewEntry,
+        quality: Option<f64>,
+        resubmit_by: Option<&str>,
+    ) -> Result<Entry, KnowledgeError> {
+        let now = self.now();
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let status = status_in(&tx, id)?;
+        if !matches!(status, Status::Draft | Status::Submitted | Status::Rejected) {
+            return Err(KnowledgeError::NotEditable {
+                id: id.to_string(),
+                status,
+            });
+        }
+        if let Some((existing_id, st)) = live_title(&tx, &normalise_title(&new.title), Some(id))? {
+            return Err(KnowledgeError::DuplicateTitle {
+                title: new.title.clone(),
+                existing_id,
+                status: st,
+            });
+        }
+        update_entry(&tx, id, new, quality, now)?;
+        if let Some(by) = resubmit_by {
+            let reason = Some("revised and resubmitted");
+            if status == Status::Rejected {
+                transition_in(&tx, id, Status::Draft, by, reason, now)?;
+            }
+            if status != Status::Submitted {
+                transition_in(&tx, id, Status::Submitted, by, reason, now)?;
+            }
+        }
+        tx.commit()?;
+        self.get(id)
+    }
+
+    /// Entries matching `filter`, newest first.
+    pub fn list(&self, filter: &Filter) -> Result<Vec<Entry>, KnowledgeError> {
+        let (clause, args) = filter_sql(filter);
+        let sql = format!(
+            "select {COLUMNS} from knowledge_entries where {clause} \
+             order by updated_at desc, seq desc limit {}",
+            limit_of(filter)
+        );
+        let mut stmt = self.conn.prepare(&sql)?;
+        let rows = stmt.query_map(rusqlite::params_from_iter(args.iter()), entry_from_row)?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+
+    /// Full-text search over title, description, content and pattern, best first, with
+    /// every filter applied inside the query (not after the limit).
+    pub fn search(&self, query: &str, filter: &Filter) -> Result<Vec<Hit>, KnowledgeError> {
+        let Some(fts) = text::fts_query(query) else {
+            return Ok(Vec::new());
+        };
+        let (clause, mut args) = filter_sql(filter);
+        args.insert(0, fts);
+        let sql = format!(
+            "select {cols} from knowledge_fts f join knowledge_entries e on e.seq = f.rowid \
+             where knowledge_fts match ?1 and {clause} order by bm25(knowledge_fts), e.seq \
+             limit {}",
+            limit_of(filter),
+            cols = COLUMNS
+                .split(", ")
+                .map(|c| format!("e.{c}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            clause = renumber(&clause, 1),
+        );
+        let mut stmt = self.conn.prepare(&sql)?;
+        let rows = stmt.query_map(rusqlite::params_from_iter(args.iter()), entry_from_row)?;
+        let mut hits = Vec::new();
+        for entry in rows {
+            let entry = entry?;
+            let body = format!(
+                "{} {} {} {}",
+                entry.title, entry.description, entry.content, entry.pattern
+            );
+            let score = (text::coverage(query, &body) * 100.0).round() / 100.0;
+            hits.push(Hit { entry, score });
+        }
+        Ok(hits)
+    }
+
+    /// Increases one usage counter of `id`.
+    pub fn record_usage(&mut self, id: &str, usage: Usage) -> Result<Entry, KnowledgeError> {
+        let column = match usage {
+            Usage::View => "views",
+            Usage::Adoption => "adoptions",
+            Usage::Application => "applications",
+        };
+        let now = self.now();
+        let changed = self.conn.execute(
+            &format!(
+                "update knowledge_entries set {column} = {column} + 1, last_used_at = ?2 \
+                 where id = ?1"
+            ),
+            params![id, now],
+        )?;
+        if changed == 0 {
+            return Err(KnowledgeError::NotFound { id: id.to_string() });
+        }
+        self.get(id)
+    }
+
+    /// Stores a computed quality score for `id`.
+    pub fn set_quality(&mut self, id: &str, quality: f64) -> Result<(), KnowledgeError> {
+        let changed = self.conn.execute(
+            "update knowledge_entries set quality = ?2 where id = ?1",
+            params![id, quality],
+        )?;
+        if changed == 0 {
+            return Err(KnowledgeError::NotFound { id: id.to_string() });
+        }
+        Ok(())
+    }
+
+    /// Every entry that is not deprecated, for duplicate detection.
+    pub fn live_entries(&self) -> Result<Vec<Entry>, KnowledgeError> {
+        let mut stmt = self.conn.prepare(&format!(
+            "select {COLUMNS} from knowledge_entries where status <> 'deprecated' order by seq"
+        ))?;
+        let rows = stmt.query_map([], entry_from_row)?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+}
+
+/// Renumbers `?N` placeholders in `clause` by `by` (the FTS query takes ?1).
+fn renumber(clause: &str, by: usize) -> String {
+    let re = regex::Regex::new(r"\?(\d+)");
+    match re {
+        Ok(re) => re
+            .replace_all(clause, |c: &regex::Captures<'_>| {
+                let n: usize = c[1].parse().unwrap_or(0);
+                format!("?{}", n + by)
+            })
+            .into_owned(),
+        Err(_) => clause.to_string(),
+    }
+}
+
+fn limit_of(filter: &Filter) -> usize {
+    if filter.limit == 0 { 20 } else { filter.limit }
+}
+
+/// A `where` clause (numbered placeholders from ?1) and its arguments. Text filters match
+/// case-insensitively.
+fn filter_sql(filter: &Filter) -> (String, Vec<String>) {
+    let mut parts = vec!["1 = 1".to_string()];
+    let mut args: Vec<String> = Vec::new();
+    if !filter.statuses.is_empty() {
+        let marks: Vec<String> = filter
+            .statuses
+            .iter()
+            .map(|s| {
+                args.push(s.as_str().to_string());
+                format!("?{}", args.len())
+            })
+            .collect();
+        parts.push(format!("status in ({})", marks.join(", ")));
+    }
+    let mut eq = |column: &str, value: Option<&str>| {
+        if let Some(v) = value.filter(|v| !v.trim().is_empty()) {
+            args.push(v.trim().to_string());
+            parts.push(format!("lower({column}) = lower(?{})", args.len()));
+        }
+    };
+    eq("kind", filter.kind.map(Kind::as_str));
+    eq("language", filter.language.as_deref());
+    eq("category", filter.category.as_deref());
+    eq("knowledge_type", filter.knowledge_type.as_deref());
+    (parts.join(" and "), args)
+}
+
+pub(crate) fn parse_status(s: &str) -> Result<Status, KnowledgeError> {
+    s.parse()
+        .map_err(|_| KnowledgeError::Corrupt(format!("unknown status '{s}' in the database")))
+}
+
+pub(crate) fn status_in(conn: &Connection, id: &str) -> Result<Status, KnowledgeError> {
+    let status: Option<String> = conn
+        .query_row(
+            "select status from knowledge_entries where id = ?1",
+            [id],
+            |r| r.get(0),
+        )
+        .optional()?;
+    match status {
+        Some(s) => parse_status(&s),
+        None => Err(KnowledgeError::NotFound { id: id.to_string() }),
+    }
+}
+
+/// Applies one lifecycle move inside the caller's transaction.
+pub(crate) fn transition_in(
+    conn: &Connection,
+    id: &str,
+    to: Status,
+    by: &str,
+    reason: Option<&str>,
+    now: i64,
+) -> Result<(), KnowledgeError> {
+    let from = status_in(conn, id)?;
+    if !from.can_move_to(to) {
+        return Err(KnowledgeError::InvalidTransition {
+            id: id.to_string(),
+            from,
+            to,
+            allowed: from.next(),
+        });
+    }
+    let reason = reason.map(str::trim).filter(|r| !r.is_empty());
+    if to.needs_reason() && reason.is_none() {
+        return Err(KnowledgeError::ReasonRequired {
+            id: id.to_string(),
+            to,
+        });
+    }
+    conn.execute(
+        "update knowledge_entries set status = ?2, updated_at = ?3 where id = ?1",
+        params![id, to.as_str(), now],
+    )?;
+    insert_history(conn, id, Some(from), to, now, by, reason)
+}
+
+fn live_title(
+    conn: &Connection,
+    title_norm: &str,
+    except: Option<&str>,
+) -> Result<Option<(String, Status)>, KnowledgeError> {
+    let found: Option<(String, String)> = conn
+        .query_row(
+            "select id, status from knowledge_entries where title_norm = ?1 \
+             and status <> 'deprecated' and id <> coalesce(?2, '') limit 1",
+            params![title_norm, except],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    found
+        .map(|(id, st)| Ok((id, parse_status(&st)?)))
+        .transpose()
+}
+
+fn json_text<T: Serialize>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_else(|_| "null".to_string())
+}
+
+fn kind_of(new: &NewEntry) -> Kind {
+    new.kind
+        .unwrap_or_else(|| Kind::from_knowledge_type(&new.knowledge_type))
+}
+
+fn entry_search_text(new: &NewEntry) -> String {
+    text::search_text(&[
+        &new.title,
+        &new.description,
+        &new.content,
+        &new.pattern,
+        &new.tags.join(" "),
+    ])
+}
+
+fn insert_entry(
+    conn: &Connection,
+    id: &str,
+    new: &NewEntry,
+    status: Status,
+    by: &str,
+    quality: Option<f64>,
+    now: i64,
+) -> Result<(), KnowledgeError> {
+    conn.execute(
+        "insert into knowledge_entries (id, title, title_norm, description, kind, knowledge_type, \
+         category, language, trigger, content, pattern, rationale, extra, tags, sources, quality, \
+         status, created_by, created_at, updated_at, search_text) values \
+         (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?19, ?20)",
+        params![
+            id,
+            new.title.trim(),
+            normalise_title(&new.title),
+            new.description,
+            kind_of(new).as_str(),
+            new.knowledge_type,
+            new.category,
+            new.language,
+            new.trigger,
+            new.content,
+            new.pattern,
+            new.rationale,
+            json_text(&new.extra),
+            json_text(&new.tags),
+            json_text(&new.sources),
+            quality,
+            status.as_str(),
+            by,
+            now,
+            entry_search_text(new),
+        ],
+    )?;
+    Ok(())
+}
+
+fn update_entry(
+    conn: &Connection,
+    id: &str,
+    new: &NewEntry,
+    quality: Option<f64>,
+    now: i64,
+) -> Result<(), KnowledgeError> {
+    conn.execute(
+        "update knowledge_entries set title = ?2, title_norm = ?3, description = ?4, kind = ?5, \
+         knowledge_type = ?6, category = ?7, language = ?8, trigger = ?9, content = ?10, \
+         pattern = ?11, rationale = ?12, extra = ?13, tags = ?14, sources = ?15, quality = ?16, \
+         updated_at = ?17, search_text = ?18 where id = ?1",
+        params![
+            id,
+            new.title.trim(),
+            normalise_title(&new.title),
+            new.description,
+            kind_of(new).as_str(),
+            new.knowledge_type,
+            new.category,
+            new.language,
+            new.trigger,
+            new.content,
+            new.pattern,
+            new.rationale,
+            json_text(&new.extra),
+            json_text(&new.tags),
+            json_text(&new.sources),
+            quality,
+            now,
+            entry_search_text(new),
+        ],
+    )?;
+    Ok(())
+}
+
+pub(crate) fn insert_history(
+    conn: &Connection,
+    id: &str,
+    from: Option<Status>,
+    to: Status,
+    at: i64,
+    by: &str,
+    reason: Option<&str>,
+) -> Result<(), KnowledgeError> {
+    conn.execute(
+        "insert into knowledge_history (entry_id, from_status, to_status, at, by, reason) \
+         values (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![id, from.map(Status::as_str), to.as_str(), at, by, reason],
+    )?;
+    Ok(())
+}
+
+fn json_col<T: serde::de::DeserializeOwned>(r: &Row<'_>, i: usize) -> rusqlite::Result<T> {
+    let s: String = r.get(i)?;
+    serde_json::from_str(&s).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, Box::new(e))
+    })
+}
+
+fn enum_col<T: std::str::FromStr>(r: &Row<'_>, i: usize) -> rusqlite::Result<T>
+where
+    T::Err: std::error::Error + Send + Sync + 'static,
+{
+    let s: String = r.get(i)?;
+    s.parse::<T>().map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, Box::new(e))
+    })
+}
+
+fn entry_from_row(r: &Row<'_>) -> rusqlite::Result<Entry> {
+    Ok(Entry {
+        id: r.get(0)?,
+        title: r.get(1)?,
+        description: r.get(2)?,
+        kind: enum_col(r, 3)?,
+        knowledge_type: r.get(4)?,
+        category: r.get(5)?,
+        language: r.get(6)?,
+        trigger: r.get(7)?,
+        content: r.get(8)?,
+        pattern: r.get(9)?,
+        rationale: r.get(10)?,
+        extra: json_col::<Map<String, Value>>(r, 11)?,
+        tags: json_col(r, 12)?,
+        sources: json_col(r, 13)?,
+        quality: r.get(14)?,
+        status: enum_col(r, 15)?,
+        created_by: r.get(16)?,
+        created_at: r.get(17)?,
+        updated_at: r.get(18)?,
+        views: r.get::<_, i64>(19)?.max(0) as u64,
+        adoptions: r.get::<_, i64>(20)?.max(0) as u64,
+        applications: r.get::<_, i64>(21)?.max(0) as u64,
+    })
+}
