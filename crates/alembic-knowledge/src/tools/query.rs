@@ -240,14 +240,14 @@ fn get_project_stats(
         .collect::<Vec<_>>()
         .join(", ");
     let text = format!(
-        "{} entries ({} candidates, {} published recipes){}\n{} graph edges, {} open proposals, {} guard checks ({} violations)",
+        "entries: {} (candidates {}, published recipes {}){}\ngraph edges: {}, open proposals: {}, guard checks: {} ({} violations)",
         stats.total,
         stats.candidates,
         stats.recipes,
         if by_status.is_empty() {
             String::new()
         } else {
-            format!(": {by_status}")
+            format!("; by status: {by_status}")
         },
         stats.edges,
         stats.open_proposals,

@@ -1,0 +1,3 @@
+mod store;
+mod support;
+mod tools;

@@ -1,0 +1,83 @@
+//! A project directory, a knowledge base with a fixed clock, and a pipeline over the tools.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use alembic_knowledge::tools::TOOL_NAMES;
+use alembic_knowledge::{KnowledgeService, KnowledgeStore, NewEntry, register_tools};
+use alembic_tools::{Allowlist, Caller, Pipeline, Services, ToolCall, ToolOutcome, ToolRegistry};
+use serde_json::Value;
+
+/// A store whose clock advances by one second per reading, starting at 1_000_000.
+pub fn store() -> KnowledgeStore {
+    let t = Arc::new(AtomicI64::new(1_000_000));
+    KnowledgeStore::open_in_memory()
+        .unwrap()
+        .with_clock(Arc::new(move || t.fetch_add(1000, Ordering::SeqCst)))
+}
+
+pub fn entry(title: &str, content: &str) -> NewEntry {
+    NewEntry {
+        title: title.into(),
+        content: content.into(),
+        ..NewEntry::default()
+    }
+}
+
+pub struct Harness {
+    pub dir: tempfile::TempDir,
+    pipeline: Arc<Pipeline>,
+}
+
+impl Harness {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("src")).unwrap();
+        let registry = Arc::new(ToolRegistry::new());
+        register_tools(&registry).unwrap();
+        let services = Services::builder()
+            .insert(Arc::new(KnowledgeService::from_store(dir.path(), store())))
+            .build();
+        let safety = alembic_safety::PolicySafetyCheck::for_root(dir.path()).unwrap();
+        let pipeline = Pipeline::builder(registry, dir.path())
+            .services(services)
+            .safety(Arc::new(safety))
+            .build();
+        Harness { dir, pipeline }
+    }
+
+    pub fn write(&self, rel: &str, text: &str) {
+        let path = self.dir.path().join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    pub async fn call_as(&self, who: &str, tool: &str, args: Value) -> ToolOutcome {
+        let caller = Caller::new(who, Allowlist::only(TOOL_NAMES.iter().copied()));
+        self.pipeline
+            .execute(ToolCall::new(tool, args, caller))
+            .await
+    }
+
+    pub async fn call(&self, tool: &str, args: Value) -> ToolOutcome {
+        self.call_as("agent:test", tool, args).await
+    }
+
+    /// The data of a successful call (panics with the error otherwise).
+    pub async fn ok(&self, tool: &str, args: Value) -> Value {
+        let out = self.call(tool, args).await;
+        assert!(out.is_ok(), "{tool} failed: {}", out.text_for_model());
+        out.output.unwrap().data
+    }
+
+    /// The error text of a failed call (panics when it succeeded).
+    pub async fn err(&self, tool: &str, args: Value) -> String {
+        let out = self.call(tool, args).await;
+        assert!(
+            !out.is_ok(),
+            "{tool} unexpectedly succeeded: {}",
+            out.text_for_model()
+        );
+        out.text_for_model()
+    }
+}
