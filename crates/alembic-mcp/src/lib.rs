@@ -10,8 +10,12 @@
 //! - Results carry `structuredContent` (the tool's JSON) and text (its compact rendering); a
 //!   refusal or failure is an `isError` result naming the status and rule. Protocol errors
 //!   are JSON-RPC errors.
-//! - `notifications/cancelled` cancels the call's pipeline token; a request with a
-//!   `progressToken` gets the handler's `ctx.progress(..)` reports as progress notifications.
+//! - `notifications/cancelled` cancels the call's pipeline token (audited as `cancelled`, never
+//!   answered); over stdio the cancelled request's id may be reused at once, while over HTTP
+//!   it should not be (MCP forbids reusing ids in a session, and rmcp's session routes answers
+//!   by id). A 2026-07-28 HTTP call, which has no session, is cancelled by closing its
+//!   request. A request with a `progressToken` gets the handler's `ctx.progress(..)` reports
+//!   as progress notifications.
 //!
 //! Main types: [`AlembicServer`] (the rmcp `ServerHandler`), [`LineTransport`] (stdio that
 //! answers every request), [`HttpEndpoint`] (streamable HTTP under `/mcp`).

@@ -217,9 +217,11 @@ async fn a_cancelled_notification_cancels_the_call_in_an_http_session() {
         ("wait_for_cancel", "cancelled", "mcp:http-test")
     );
     pending.abort();
-    // The session keeps serving, and the cancelled request's id may be used again.
+    // The session keeps serving. A fresh id: over HTTP, rmcp's session routes answers by
+    // request id, so a cancelled call's late answer could take the place of a reuse's (MCP
+    // forbids reusing ids in a session; only the stdio transport makes it safe).
     let (r, _) = client
-        .request(&call(json!(7), "echo_text", json!({"text": "after"})))
+        .request(&call(json!(8), "echo_text", json!({"text": "after"})))
         .await;
     assert_eq!(r["result"]["structuredContent"], json!({"echo": "after"}));
 }

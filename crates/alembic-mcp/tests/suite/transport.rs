@@ -3,7 +3,7 @@
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use super::support::{Session, init_params};
+use super::support::{LIMIT, Session, init_params, within};
 
 fn error(id: Value, code: i64, message: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
@@ -128,7 +128,7 @@ async fn a_reused_id_of_a_running_request_is_refused() {
     s.send(json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
         "params": {"name": "wait_for_cancel", "arguments": {}}}))
         .await;
-    s.signals.started.notified().await;
+    let token = s.signals.started_call().await;
     s.send(json!({"jsonrpc": "2.0", "id": 7, "method": "ping"}))
         .await;
     assert_eq!(
@@ -139,6 +139,11 @@ async fn a_reused_id_of_a_running_request_is_refused() {
             "request id is already used by a request in progress; use a new id"
         )
     );
+    // The refusal did not touch the running call.
+    assert!(!token.is_cancelled());
+    s.notify("notifications/cancelled", json!({"requestId": 7}))
+        .await;
+    within(LIMIT, "the call's token", token.cancelled()).await;
     s.close().await;
 }
 
