@@ -14,6 +14,9 @@ use serde::Serialize;
 use crate::graph::{ProjectGraph, Summaries, TypeInfo, function_key, method_key};
 use crate::language::Lang;
 use crate::summary::{CallSite, FileSummary, ReceiverKind};
+use crate::topology::{
+    DEPENDENCY_CONFIDENCE, ModuleDeps, add_dep, callable_file, module_pair, remove_dep,
+};
 
 /// A name shared by more methods than this is not resolved by name alone.
 pub const MAX_CANDIDATES: usize = 5;
@@ -82,14 +85,27 @@ pub struct CallIndex {
     mentions: HashMap<String, BTreeSet<String>>,
     /// The names each file was indexed under in `mentions`.
     mentioned_by: HashMap<String, BTreeSet<String>>,
+    /// Module dependencies of confident resolved edges, and each edge's module pair.
+    pub(crate) module_deps: ModuleDeps,
+    edge_deps: HashMap<EdgeKey, (String, String)>,
+    /// Number of edges with a resolved callee.
+    resolved: usize,
 }
 
-/// Names whose call sites may resolve differently after a change: the simple names of
-/// rebuilt types and of every type deriving from them, and the method and function
-/// names of the change that name-only resolution can pick (few enough candidates).
+/// Which call sites may resolve differently after a change.
+///
+/// A written type name is resolved per file to one of the types of that name, so:
+/// when the set of types of a name changed (added, removed, moved), every file mentioning
+/// it is re-resolved; otherwise only the files where it resolves to a type that changed
+/// or derives from one. Method and function names of the change matter only when few
+/// enough types or files share them for name-only resolution to pick them.
 #[derive(Debug, Default)]
 pub(crate) struct Reach {
+    /// Names whose every mentioning file is re-resolved.
     names: BTreeSet<String>,
+    /// Type names re-resolved only where they resolve into `keys`.
+    filtered: BTreeSet<String>,
+    keys: HashSet<String>,
 }
 
 impl Reach {
@@ -100,54 +116,126 @@ impl Reach {
         old: &[&FileSummary],
         new: &[&FileSummary],
     ) -> Reach {
-        let mut names = rebuilt.clone();
-        let keys: Vec<String> = rebuilt
-            .iter()
-            .flat_map(|n| graph.types_named(n))
-            .map(|t| t.name.clone())
-            .collect();
-        for key in &keys {
-            for (d, _) in graph.derived(key) {
-                if let Some(t) = graph.types.get(&d) {
-                    names.insert(t.simple_name.clone());
-                }
-            }
-        }
-        let now: Vec<&TypeInfo> = keys.iter().filter_map(|k| graph.types.get(k)).collect();
-        let method_count = |types: &[&TypeInfo], m: &str| {
-            types
-                .iter()
-                .filter(|t| t.methods.iter().any(|x| x.name == m))
-                .count()
-        };
-        let before_refs: Vec<&TypeInfo> = before.iter().collect();
-        for t in before_refs.iter().chain(&now) {
-            for m in &t.methods {
-                let after = graph.refs.method_names.get(&m.name).map_or(0, Vec::len);
-                let prior =
-                    after + method_count(&before_refs, &m.name) - method_count(&now, &m.name);
-                if after <= MAX_CANDIDATES || prior <= MAX_CANDIDATES {
-                    names.insert(m.name.clone());
-                }
-            }
-        }
-        let in_files = |files: &[&FileSummary], f: &str| {
-            files
-                .iter()
-                .map(|s| s.functions.iter().filter(|x| x.name == f).count())
-                .sum::<usize>()
-        };
-        for file in old.iter().chain(new) {
-            for f in &file.functions {
-                let after = graph.functions.get(&f.name).map_or(0, Vec::len);
-                let prior = after + in_files(old, &f.name) - in_files(new, &f.name);
-                if after <= MAX_CANDIDATES || prior <= MAX_CANDIDATES {
-                    names.insert(f.name.clone());
-                }
-            }
-        }
-        Reach { names }
+        let mut reach = Reach::default();
+        let now: Vec<&TypeInfo> = rebuilt.iter().flat_map(|n| graph.types_named(n)).collect();
+        reach.add_types(graph, before, &now, rebuilt);
+        reach.add_methods(graph, before, &now);
+        reach.add_functions(graph, old, new);
+        reach
     }
+
+    fn add_types(
+        &mut self,
+        graph: &ProjectGraph,
+        before: &[TypeInfo],
+        now: &[&TypeInfo],
+        rebuilt: &BTreeSet<String>,
+    ) {
+        let was = candidates_by_name(before.iter());
+        let is = candidates_by_name(now.iter().copied());
+        for n in rebuilt {
+            if was.get(n.as_str()) == is.get(n.as_str()) {
+                self.filtered.insert(n.clone());
+            } else {
+                self.names.insert(n.clone());
+            }
+        }
+        self.keys.extend(before.iter().map(|t| t.name.clone()));
+        for t in now {
+            self.keys.insert(t.name.clone());
+            for (d, _) in graph.derived(&t.name) {
+                if let Some(info) = graph.types.get(&d) {
+                    self.keys.insert(d);
+                    if !self.names.contains(&info.simple_name) {
+                        self.filtered.insert(info.simple_name.clone());
+                    }
+                }
+            }
+        }
+    }
+
+    /// Method names of changed types that name-only resolution can pick, before or after.
+    fn add_methods(&mut self, graph: &ProjectGraph, before: &[TypeInfo], now: &[&TypeInfo]) {
+        let had = types_having(before.iter());
+        let has = types_having(now.iter().copied());
+        for name in had.keys().chain(has.keys()) {
+            let after = graph.refs.method_names.get(*name).map_or(0, Vec::len);
+            let prior = (after + had.get(name).copied().unwrap_or(0))
+                .saturating_sub(has.get(name).copied().unwrap_or(0));
+            if after <= MAX_CANDIDATES || prior <= MAX_CANDIDATES {
+                self.names.insert(name.to_string());
+            }
+        }
+    }
+
+    /// Function names of the changed files that name-only resolution can pick.
+    fn add_functions(&mut self, graph: &ProjectGraph, old: &[&FileSummary], new: &[&FileSummary]) {
+        let (had, has) = (functions_by_name(old), functions_by_name(new));
+        for name in had.keys().chain(has.keys()) {
+            let after = graph.functions.get(*name).map_or(0, Vec::len);
+            let prior = (after + had.get(name).copied().unwrap_or(0))
+                .saturating_sub(has.get(name).copied().unwrap_or(0));
+            if after <= MAX_CANDIDATES || prior <= MAX_CANDIDATES {
+                self.names.insert(name.to_string());
+            }
+        }
+    }
+
+    /// Files whose call sites must be resolved again.
+    fn files<'a>(&self, graph: &ProjectGraph, index: &'a CallIndex) -> BTreeSet<&'a str> {
+        let mut files = BTreeSet::new();
+        for name in &self.names {
+            if let Some(paths) = index.mentions.get(name) {
+                files.extend(paths.iter().map(String::as_str));
+            }
+        }
+        for name in &self.filtered {
+            for path in index.mentions.get(name).into_iter().flatten() {
+                if graph
+                    .resolve_type(name, path)
+                    .is_some_and(|k| self.keys.contains(k))
+                {
+                    files.insert(path.as_str());
+                }
+            }
+        }
+        files
+    }
+}
+
+/// (file, key) of the given types by simple name, sorted.
+fn candidates_by_name<'a>(
+    types: impl Iterator<Item = &'a TypeInfo>,
+) -> HashMap<&'a str, Vec<(&'a str, &'a str)>> {
+    let mut out: HashMap<&str, Vec<(&str, &str)>> = HashMap::new();
+    for t in types {
+        out.entry(t.simple_name.as_str())
+            .or_default()
+            .push((t.file.as_str(), t.name.as_str()));
+    }
+    out.values_mut().for_each(|v| v.sort());
+    out
+}
+
+/// Number of free functions of each name in these files.
+fn functions_by_name<'a>(files: &[&'a FileSummary]) -> HashMap<&'a str, usize> {
+    let mut out: HashMap<&str, usize> = HashMap::new();
+    for f in files.iter().flat_map(|s| &s.functions) {
+        *out.entry(f.name.as_str()).or_default() += 1;
+    }
+    out
+}
+
+/// Number of types having each method name (a type counts once per name).
+fn types_having<'a>(types: impl Iterator<Item = &'a TypeInfo>) -> HashMap<&'a str, usize> {
+    let mut out: HashMap<&str, usize> = HashMap::new();
+    for t in types {
+        let names: HashSet<&str> = t.methods.iter().map(|m| m.name.as_str()).collect();
+        for n in names {
+            *out.entry(n).or_default() += 1;
+        }
+    }
+    out
 }
 
 impl CallIndex {
@@ -166,13 +254,12 @@ impl CallIndex {
                 self.mention(file);
             }
         }
-        let mut files: BTreeSet<&str> = changed.iter().copied().collect();
-        for name in &reach.names {
-            if let Some(paths) = self.mentions.get(name) {
-                files.extend(paths.iter().map(String::as_str));
-            }
-        }
-        let present: Vec<&FileSummary> = files.iter().filter_map(|p| all.get(p).copied()).collect();
+        let mut files: BTreeSet<String> = changed.iter().map(|p| p.to_string()).collect();
+        files.extend(reach.files(graph, self).into_iter().map(str::to_string));
+        let present: Vec<&FileSummary> = files
+            .iter()
+            .filter_map(|p| all.get(p.as_str()).copied())
+            .collect();
         let names = MethodNames(&graph.refs.method_names);
         let resolved: Vec<(String, HashMap<EdgeKey, CallEdge>)> = present
             .par_iter()
@@ -183,10 +270,10 @@ impl CallIndex {
             .collect();
         let mut touched: BTreeSet<EdgeKey> = BTreeSet::new();
         for path in &files {
-            if let Some(old) = self.per_file.remove(*path) {
+            if let Some(old) = self.per_file.remove(path) {
                 for key in old.into_keys() {
                     if let Some(s) = self.sources.get_mut(&key) {
-                        s.remove(*path);
+                        s.remove(path);
                     }
                     touched.insert(key);
                 }
@@ -203,7 +290,40 @@ impl CallIndex {
             self.per_file.insert(path, edges);
         }
         for key in touched {
-            self.remerge(key);
+            self.remerge(graph, key);
+        }
+        self.refresh_deps(graph, &reach.keys);
+    }
+
+    /// Edges into methods of these types may now lead to another file (a method moved).
+    fn refresh_deps(&mut self, graph: &ProjectGraph, type_keys: &HashSet<String>) {
+        let mut edges: BTreeSet<EdgeKey> = BTreeSet::new();
+        for key in type_keys {
+            let Some(info) = graph.types.get(key) else {
+                continue;
+            };
+            for m in &info.methods {
+                if let Some(set) = self.by_callee.get(&method_key(key, &m.name)) {
+                    edges.extend(set.iter().cloned());
+                }
+            }
+        }
+        for key in edges {
+            if let Some(edge) = self.edges.get(&key) {
+                let pair = edge_dep(graph, edge);
+                self.set_dep(&key, pair);
+            }
+        }
+    }
+
+    /// Records the module pair an edge counts for, replacing its previous one.
+    fn set_dep(&mut self, key: &EdgeKey, pair: Option<(String, String)>) {
+        if let Some(old) = self.edge_deps.remove(key) {
+            remove_dep(&mut self.module_deps, &old, 1);
+        }
+        if let Some(pair) = pair {
+            add_dep(&mut self.module_deps, pair.clone(), 1);
+            self.edge_deps.insert(key.clone(), pair);
         }
     }
 
@@ -235,7 +355,7 @@ impl CallIndex {
     }
 
     /// Recomputes one merged edge from its files' edges, in path order.
-    fn remerge(&mut self, key: EdgeKey) {
+    fn remerge(&mut self, graph: &ProjectGraph, key: EdgeKey) {
         let mut merged: Option<CallEdge> = None;
         for path in self.sources.get(&key).into_iter().flatten() {
             let Some(e) = self.per_file.get(path).and_then(|m| m.get(&key)) else {
@@ -249,21 +369,24 @@ impl CallIndex {
                 }
             }
         }
+        if let Some(old) = self.edges.remove(&key) {
+            self.unindex_edge(&key, &old);
+        }
         match merged {
             Some(edge) => {
+                self.set_dep(&key, edge_dep(graph, &edge));
                 self.index_edge(&key, &edge);
                 self.edges.insert(key, edge);
             }
             None => {
+                self.set_dep(&key, None);
                 self.sources.remove(&key);
-                if let Some(edge) = self.edges.remove(&key) {
-                    self.unindex_edge(&key, &edge);
-                }
             }
         }
     }
 
     fn index_edge(&mut self, key: &EdgeKey, edge: &CallEdge) {
+        self.resolved += usize::from(edge.callee.is_some());
         self.by_caller
             .entry(edge.caller.clone())
             .or_default()
@@ -277,6 +400,7 @@ impl CallIndex {
     }
 
     fn unindex_edge(&mut self, key: &EdgeKey, edge: &CallEdge) {
+        self.resolved -= usize::from(edge.callee.is_some());
         if let Some(set) = self.by_caller.get_mut(&edge.caller) {
             set.remove(key);
             if set.is_empty() {
@@ -300,6 +424,11 @@ impl CallIndex {
 
     pub fn len(&self) -> usize {
         self.edges.len()
+    }
+
+    /// Number of edges whose callee was found in the project.
+    pub fn resolved_len(&self) -> usize {
+        self.resolved
     }
 
     pub fn is_empty(&self) -> bool {
@@ -351,6 +480,15 @@ impl CallIndex {
         }
         out
     }
+}
+
+/// The module pair a confident, resolved edge counts for in the module graph.
+fn edge_dep(graph: &ProjectGraph, edge: &CallEdge) -> Option<(String, String)> {
+    if edge.confidence < DEPENDENCY_CONFIDENCE {
+        return None;
+    }
+    let target = callable_file(graph, edge.callee.as_deref()?)?;
+    Some(module_pair(&edge.file, target))
 }
 
 /// One file's call sites resolved and merged by (caller, callee).

@@ -11,7 +11,7 @@ use serde::Serialize;
 use crate::calls::{CallEdge, CallIndex};
 use crate::language::Lang;
 use crate::summary::{FileSummary, Method, TypeDecl, TypeKind};
-use crate::topology::{EntryPoint, ModuleGraph};
+use crate::topology::{EntryPoint, ModuleDeps, ModuleGraph, ModuleStats, add_dep, remove_dep};
 
 /// One method of a merged type.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -140,6 +140,7 @@ pub struct ProjectGraph {
     pub extensions: BTreeMap<String, usize>,
     /// What incremental updates need to find the parts a change reaches.
     pub(crate) refs: Refs,
+    pub(crate) imports: crate::topology::ImportIndex,
 }
 
 /// Reverse indexes kept for incremental updates.
@@ -147,6 +148,9 @@ pub struct ProjectGraph {
 pub(crate) struct Refs {
     /// Type keys by simple name, in key order.
     pub by_name: BTreeMap<String, Vec<String>>,
+    /// For simple names shared by several types: (file, key) of each, sorted, so the
+    /// nearest one to a file is found by binary search.
+    pub by_file: HashMap<String, Vec<(String, String)>>,
     /// Files declaring (or extending) a type, by simple name.
     pub decl_files: HashMap<String, BTreeSet<String>>,
     /// Simple names of types that name a parent as written, with the number of such
@@ -154,6 +158,11 @@ pub(crate) struct Refs {
     pub children: HashMap<String, BTreeMap<String, usize>>,
     /// Method keys by method name, in type-key order (name-only call resolution).
     pub method_names: HashMap<String, Vec<String>>,
+    /// Module dependencies from type relations, and each type's share of them.
+    pub type_deps: ModuleDeps,
+    pub type_deps_of: HashMap<String, Vec<(String, String)>>,
+    /// Files, primary types and languages per module.
+    pub modules: BTreeMap<String, ModuleStats>,
 }
 
 /// All current summaries by path: what [`ProjectGraph::update`] reads besides the changes.
@@ -195,21 +204,37 @@ impl ProjectGraph {
         let before = self.remove_types(&names);
         self.rebuild_types(all, &names);
         lap("types");
-        let reach = crate::calls::Reach::of_change(self, &before, &names, &old, &new);
+        // When every file changed (a build) every call site is resolved anyway.
+        let changed_set: HashSet<&str> = changed.iter().copied().collect();
+        let reach = if all.keys().all(|p| changed_set.contains(p)) {
+            crate::calls::Reach::default()
+        } else {
+            crate::calls::Reach::of_change(self, &before, &names, &old, &new)
+        };
+        lap("reach");
         let files: Vec<&FileSummary> = all.values().copied().collect();
         let mut calls = std::mem::take(&mut self.calls);
         calls.update(self, all, &reach, changed);
         self.calls = calls;
         lap("calls");
-        self.modules = ModuleGraph::build(self, &files);
+        self.imports.update(all, changed);
+        self.modules = ModuleGraph::build(
+            &self.refs.modules,
+            &[
+                &self.refs.type_deps,
+                &self.calls.module_deps,
+                &self.imports.deps,
+            ],
+        );
         lap("modules");
         self.entry_points = crate::topology::entry_points(self, &files);
-        self.count_files(&files);
         self.count_totals(files.len());
+        lap("end");
     }
 
     /// Drops what a file contributed to the per-file indexes.
     fn forget_file(&mut self, file: &FileSummary) {
+        self.count_file(file, false);
         for f in &file.functions {
             if let Some(list) = self.functions.get_mut(&f.name) {
                 list.retain(|x| x.file != file.path);
@@ -244,6 +269,7 @@ impl ProjectGraph {
 
     /// Adds a file's functions and declarations to the per-file indexes.
     fn learn_file(&mut self, file: &FileSummary) {
+        self.count_file(file, true);
         for f in &file.functions {
             let list = self.functions.entry(f.name.clone()).or_default();
             // Functions stay in path order, as a build in path order lists them.
@@ -325,9 +351,14 @@ impl ProjectGraph {
     fn remove_types(&mut self, names: &BTreeSet<String>) -> Vec<TypeInfo> {
         let mut removed = Vec::new();
         for name in names {
+            self.refs.by_file.remove(name);
             for key in self.refs.by_name.remove(name).unwrap_or_default() {
                 if let Some(info) = self.types.remove(&key) {
                     self.forget_methods(&info);
+                    self.forget_relations(&info);
+                    for pair in self.refs.type_deps_of.remove(&key).unwrap_or_default() {
+                        remove_dep(&mut self.refs.type_deps, &pair, 1);
+                    }
                     removed.push(info);
                 }
             }
@@ -359,6 +390,15 @@ impl ProjectGraph {
             for info in infos {
                 self.types.insert(info.name.clone(), info);
             }
+            if keys.len() > 1 {
+                let mut by_file: Vec<(String, String)> = keys
+                    .iter()
+                    .filter_map(|k| self.types.get(k))
+                    .map(|t| (t.file.clone(), t.name.clone()))
+                    .collect();
+                by_file.sort();
+                self.refs.by_file.insert(name.clone(), by_file);
+            }
             if !keys.is_empty() {
                 self.refs.by_name.insert(name.clone(), keys.clone());
                 rebuilt.extend(keys);
@@ -373,8 +413,18 @@ impl ProjectGraph {
         self.add_implicit_go_conformances(&rebuilt);
         for key in &rebuilt {
             self.learn_methods(key);
+            self.learn_relations(key);
         }
-        self.index_relations();
+        for key in &rebuilt {
+            let Some(info) = self.types.get(key) else {
+                continue;
+            };
+            let pairs = crate::topology::type_dependencies(self, info);
+            for pair in &pairs {
+                add_dep(&mut self.refs.type_deps, pair.clone(), 1);
+            }
+            self.refs.type_deps_of.insert(key.clone(), pairs);
+        }
     }
 
     /// Every declaration named `name`, in path order then source order.
@@ -409,7 +459,7 @@ impl ProjectGraph {
             let at = keys.partition_point(|x| {
                 x.rsplit_once('.').map_or(x.as_str(), |(t, _)| t) < info.name.as_str()
             });
-            if !keys.contains(&k) {
+            if keys.get(at) != Some(&k) {
                 keys.insert(at, k);
             }
         }
@@ -438,7 +488,8 @@ impl ProjectGraph {
     }
 
     /// Key of the project type `name` (simple or qualified) refers to, seen from file
-    /// `from`: the only candidate, else the one in the same scope, else the nearest by path.
+    /// `from`: the only candidate, else the one declared in `from`, else the one sharing
+    /// the most leading directories with it (the first by path among equals).
     pub fn resolve_type(&self, name: &str, from: &str) -> Option<&str> {
         let Some(keys) = self.refs.by_name.get(name) else {
             return self.types.get_key_value(name).map(|(k, _)| k.as_str());
@@ -446,8 +497,8 @@ impl ProjectGraph {
         if let [only] = keys.as_slice() {
             return Some(only);
         }
-        let candidates: Vec<&TypeInfo> = keys.iter().filter_map(|k| self.types.get(k)).collect();
-        crate::merge::nearest(&candidates, from).map(|t| t.name.as_str())
+        let by_file = self.refs.by_file.get(name)?;
+        crate::merge::nearest(by_file, from)
     }
 
     /// Types whose simple name (or key) is `name`, in key order.
@@ -540,36 +591,63 @@ impl ProjectGraph {
         out
     }
 
-    fn index_relations(&mut self) {
-        self.subclasses.clear();
-        self.conformers.clear();
-        for info in self.types.values() {
-            if let Some(sup) = &info.superclass {
-                self.subclasses
-                    .entry(sup.clone())
-                    .or_default()
-                    .push(info.name.clone());
-            }
-            for c in &info.conformances {
-                self.conformers
-                    .entry(c.clone())
-                    .or_default()
-                    .push(info.name.clone());
+    /// Drops a type from the subclass and conformer lists of its parents.
+    fn forget_relations(&mut self, info: &TypeInfo) {
+        let lists = info
+            .superclass
+            .iter()
+            .map(|s| (true, s))
+            .chain(info.conformances.iter().map(|c| (false, c)));
+        for (is_class, parent) in lists {
+            let map = if is_class {
+                &mut self.subclasses
+            } else {
+                &mut self.conformers
+            };
+            if let Some(list) = map.get_mut(parent) {
+                list.retain(|k| *k != info.name);
+                if list.is_empty() {
+                    map.remove(parent);
+                }
             }
         }
     }
 
-    fn count_files(&mut self, files: &[&FileSummary]) {
-        self.languages.clear();
-        self.extensions.clear();
-        for file in files {
-            *self.languages.entry(file.language).or_default() += 1;
-            let ext = std::path::Path::new(&file.path)
-                .extension()
-                .and_then(|e| e.to_str())
-                .map_or_else(|| "(none)".to_string(), |e| format!(".{e}"));
-            *self.extensions.entry(ext).or_default() += 1;
+    /// Adds a type to the subclass and conformer lists of its parents, in key order.
+    fn learn_relations(&mut self, key: &str) {
+        let Some(info) = self.types.get(key) else {
+            return;
+        };
+        let superclass = info.superclass.clone();
+        let conformances = info.conformances.clone();
+        let insert = |list: &mut Vec<String>| {
+            let at = list.partition_point(|k| k.as_str() < key);
+            if list.get(at).is_none_or(|k| k != key) {
+                list.insert(at, key.to_string());
+            }
+        };
+        if let Some(sup) = superclass {
+            insert(self.subclasses.entry(sup).or_default());
         }
+        for c in conformances {
+            insert(self.conformers.entry(c).or_default());
+        }
+    }
+
+    /// Counts a file in (or out of) the per-language, per-extension and per-module totals.
+    fn count_file(&mut self, file: &FileSummary, add: bool) {
+        let ext = std::path::Path::new(&file.path)
+            .extension()
+            .and_then(|e| e.to_str())
+            .map_or_else(|| "(none)".to_string(), |e| format!(".{e}"));
+        let step = |n: &mut usize| {
+            *n = if add { *n + 1 } else { n.saturating_sub(1) };
+        };
+        step(self.languages.entry(file.language).or_default());
+        step(self.extensions.entry(ext).or_default());
+        self.languages.retain(|_, n| *n > 0);
+        self.extensions.retain(|_, n| *n > 0);
+        crate::topology::count_module_file(&mut self.refs.modules, file, add);
     }
 
     fn count_totals(&mut self, files: usize) {
@@ -590,7 +668,7 @@ impl ProjectGraph {
         }
         t.functions = self.functions.values().map(Vec::len).sum();
         t.call_edges = self.calls.len();
-        t.resolved_call_edges = self.calls.iter().filter(|e| e.callee.is_some()).count();
+        t.resolved_call_edges = self.calls.resolved_len();
         self.totals = t;
     }
 

@@ -76,36 +76,45 @@ fn group_of(scopes: &[(String, &str)], file: &FileSummary) -> usize {
 }
 
 /// Number of leading directories two paths share.
-fn common_dirs(a: &str, b: &str) -> usize {
-    let dirs = |p: &str| -> Vec<String> {
-        let mut parts: Vec<String> = p.split('/').map(str::to_string).collect();
-        parts.pop();
-        parts
-    };
-    dirs(a)
-        .iter()
-        .zip(dirs(b).iter())
+pub(crate) fn common_dirs(a: &str, b: &str) -> usize {
+    dirs_of(a)
+        .zip(dirs_of(b))
         .take_while(|(x, y)| x == y)
         .count()
 }
 
-/// Of several same-named types, the one `from` most likely means: same scope, else the
-/// nearest by path, else the first.
-pub(crate) fn nearest<'a>(candidates: &[&'a TypeInfo], from: &str) -> Option<&'a TypeInfo> {
-    if let Some(t) = candidates
-        .iter()
-        .find(|t| scope_of(t.language, from) == scope_of(t.language, &t.file))
+/// The directory names of a `/`-separated path.
+fn dirs_of(path: &str) -> impl Iterator<Item = &str> {
+    let end = path.rfind('/').unwrap_or(0);
+    path[..end].split('/').filter(|d| !d.is_empty())
+}
+
+/// Of several same-named types, given as (file, key) sorted, the one `from` most likely
+/// means: one declared in `from`, else the first (by path) of those sharing the most
+/// leading directories with it. Sorted paths put the best match next to where `from`
+/// would sort, so this is a binary search plus a look at the neighbours.
+pub(crate) fn nearest<'a>(by_file: &'a [(String, String)], from: &str) -> Option<&'a str> {
+    let at = by_file.partition_point(|(f, _)| f.as_str() < from);
+    if let Some((f, k)) = by_file.get(at)
+        && f == from
     {
-        return Some(t);
+        return Some(k);
     }
-    let mut best: Option<(&TypeInfo, usize)> = None;
-    for t in candidates {
-        let len = common_dirs(&t.file, from);
-        if best.is_none_or(|(_, l)| len > l) {
-            best = Some((t, len));
-        }
-    }
-    best.map(|(t, _)| t)
+    let around = [at.checked_sub(1), Some(at)];
+    let best = around
+        .iter()
+        .flatten()
+        .filter_map(|&i| by_file.get(i))
+        .map(|(f, _)| common_dirs(f, from))
+        .max()
+        .unwrap_or(0);
+    let prefix: String = from
+        .split('/')
+        .take(best)
+        .map(|d| format!("{d}/"))
+        .collect();
+    let first = by_file.partition_point(|(f, _)| f.as_str() < prefix.as_str());
+    by_file.get(first).map(|(_, k)| k.as_str())
 }
 
 fn new_type(key: String, file: &FileSummary, decl: &TypeDecl) -> TypeInfo {

@@ -5,12 +5,12 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
 
-use crate::graph::ProjectGraph;
+use crate::graph::{ProjectGraph, TypeInfo};
 use crate::language::Lang;
 use crate::summary::{FileSummary, TypeKind};
 
 /// Resolved calls below this confidence do not count as module dependencies.
-const DEPENDENCY_CONFIDENCE: f32 = 0.5;
+pub(crate) const DEPENDENCY_CONFIDENCE: f32 = 0.5;
 
 /// Protocols whose conformers start an application.
 const APP_PROTOCOLS: &[&str] = &["UIApplicationDelegate", "NSApplicationDelegate", "App"];
@@ -56,30 +56,105 @@ pub fn module_of(path: &str) -> String {
     }
 }
 
-impl ModuleGraph {
-    pub(crate) fn build(graph: &ProjectGraph, files: &[&FileSummary]) -> ModuleGraph {
-        let mut modules: BTreeMap<String, ModuleInfo> = BTreeMap::new();
-        for f in files {
-            let m = modules
-                .entry(module_of(&f.path))
-                .or_insert_with(|| ModuleInfo {
-                    name: module_of(&f.path),
-                    ..ModuleInfo::default()
-                });
-            m.files += 1;
-            m.types += f.types.iter().filter(|t| t.kind.is_primary()).count();
-            m.languages.insert(f.language);
+/// Module pairs (from, to) with a number of references.
+pub(crate) type ModuleDeps = HashMap<(String, String), usize>;
+
+/// Module pair of a reference from one file to another.
+pub(crate) fn module_pair(from_file: &str, to_file: &str) -> (String, String) {
+    (module_of(from_file), module_of(to_file))
+}
+
+pub(crate) fn add_dep(deps: &mut ModuleDeps, pair: (String, String), n: usize) {
+    *deps.entry(pair).or_default() += n;
+}
+
+pub(crate) fn remove_dep(deps: &mut ModuleDeps, pair: &(String, String), n: usize) {
+    if let Some(c) = deps.get_mut(pair) {
+        *c = c.saturating_sub(n);
+        if *c == 0 {
+            deps.remove(pair);
         }
-        let mut deps = Dependencies::default();
-        deps.add_type_relations(graph);
-        deps.add_calls(graph);
-        deps.add_imports(files);
-        for ((from, to), n) in deps.counts {
+    }
+}
+
+/// Import targets per file and their module dependencies, kept between updates: an edit
+/// re-resolves only the edited files' imports; a new or deleted file (which can change
+/// what any import names) re-resolves all.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct ImportIndex {
+    targets: HashMap<String, Vec<String>>,
+    pub(crate) deps: ModuleDeps,
+}
+
+impl ImportIndex {
+    pub(crate) fn update(&mut self, all: &crate::graph::Summaries, changed: &[&str]) {
+        let files_changed = changed
+            .iter()
+            .any(|p| all.contains_key(p) != self.targets.contains_key(*p));
+        let by_stem = files_by_stem(all.values().copied());
+        let redo: Vec<&FileSummary> = if files_changed {
+            self.targets.clear();
+            self.deps.clear();
+            all.values().copied().collect()
+        } else {
+            changed.iter().filter_map(|p| all.get(p).copied()).collect()
+        };
+        for f in redo {
+            for t in self.targets.remove(&f.path).unwrap_or_default() {
+                remove_dep(&mut self.deps, &module_pair(&f.path, &t), 1);
+            }
+            let targets: Vec<String> = f
+                .imports
+                .iter()
+                .filter_map(|i| import_target(&f.path, &i.module, &by_stem))
+                .map(str::to_string)
+                .collect();
+            for t in &targets {
+                add_dep(&mut self.deps, module_pair(&f.path, t), 1);
+            }
+            self.targets.insert(f.path.clone(), targets);
+        }
+    }
+}
+
+fn files_by_stem<'a>(
+    files: impl Iterator<Item = &'a FileSummary>,
+) -> HashMap<&'a str, Vec<&'a str>> {
+    let mut by_stem: HashMap<&str, Vec<&str>> = HashMap::new();
+    for f in files {
+        let stem = f.path.rsplit('/').next().unwrap_or(&f.path);
+        let stem = stem.split('.').next().unwrap_or(stem);
+        by_stem.entry(stem).or_default().push(&f.path);
+    }
+    by_stem
+}
+
+impl ModuleGraph {
+    /// Modules with their dependencies (type relations, calls and imports, each kept up
+    /// to date by its own index), their SCCs and layers.
+    pub(crate) fn build(
+        stats: &BTreeMap<String, ModuleStats>,
+        deps: &[&ModuleDeps],
+    ) -> ModuleGraph {
+        let mut modules: BTreeMap<String, ModuleInfo> = stats
+            .iter()
+            .map(|(name, s)| {
+                let info = ModuleInfo {
+                    name: name.clone(),
+                    files: s.files,
+                    types: s.types,
+                    languages: s.languages.keys().copied().collect(),
+                    ..ModuleInfo::default()
+                };
+                (name.clone(), info)
+            })
+            .collect();
+        for ((from, to), n) in deps.iter().flat_map(|d| d.iter()) {
             if from != to
-                && modules.contains_key(&to)
-                && let Some(m) = modules.get_mut(&from)
+                && modules.contains_key(to)
+                && let Some(m) = modules.get_mut(from)
             {
-                *m.dependencies.entry(to).or_default() += n;
+                *m.dependencies.entry(to.clone()).or_default() += n;
             }
         }
         let mut out = ModuleGraph {
@@ -140,76 +215,68 @@ impl ModuleGraph {
     }
 }
 
-#[derive(Default)]
-struct Dependencies {
-    counts: BTreeMap<(String, String), usize>,
+/// The module dependencies one type contributes: to the modules declaring its superclass
+/// and protocols, and from each of its extensions to its own module.
+pub(crate) fn type_dependencies(graph: &ProjectGraph, info: &TypeInfo) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for p in info.superclass.iter().chain(info.conformances.iter()) {
+        if let Some(target) = graph.types.get(p).filter(|t| t.declared) {
+            out.push(module_pair(&info.file, &target.file));
+        }
+    }
+    if info.declared {
+        for ext in &info.extensions {
+            out.push(module_pair(&ext.file, &info.file));
+        }
+    }
+    out
 }
 
-impl Dependencies {
-    fn add(&mut self, from_file: &str, to_file: &str) {
-        let key = (module_of(from_file), module_of(to_file));
-        *self.counts.entry(key).or_default() += 1;
-    }
+/// Files, primary types and languages of one module.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct ModuleStats {
+    pub files: usize,
+    pub types: usize,
+    pub languages: BTreeMap<Lang, usize>,
+}
 
-    /// A type depends on the module that declares its superclass and protocols; an
-    /// extension depends on the module of the type it extends.
-    fn add_type_relations(&mut self, graph: &ProjectGraph) {
-        for info in graph.types.values() {
-            let parents = info.superclass.iter().chain(info.conformances.iter());
-            for p in parents {
-                if let Some(target) = graph.types.get(p).filter(|t| t.declared) {
-                    self.add(&info.file, &target.file);
-                }
-            }
-            for ext in &info.extensions {
-                if info.declared {
-                    self.add(&ext.file, &info.file);
-                }
-            }
-        }
+/// Adds a file to the per-module counts (`add`), or removes it.
+pub(crate) fn count_module_file(
+    stats: &mut BTreeMap<String, ModuleStats>,
+    file: &FileSummary,
+    add: bool,
+) {
+    let name = module_of(&file.path);
+    let s = stats.entry(name.clone()).or_default();
+    let types = file.types.iter().filter(|t| t.kind.is_primary()).count();
+    let lang = s.languages.entry(file.language).or_default();
+    if add {
+        s.files += 1;
+        s.types += types;
+        *lang += 1;
+    } else {
+        s.files = s.files.saturating_sub(1);
+        s.types = s.types.saturating_sub(types);
+        *lang = lang.saturating_sub(1);
     }
-
-    fn add_calls(&mut self, graph: &ProjectGraph) {
-        for edge in graph.calls.iter() {
-            if edge.confidence < DEPENDENCY_CONFIDENCE {
-                continue;
-            }
-            if let Some(target) = edge.callee.as_deref().and_then(|k| callable_file(graph, k)) {
-                self.add(&edge.file, &target);
-            }
-        }
-    }
-
-    /// Imports that name a project file (relative JS paths, Python dotted modules, C
-    /// includes, Java/Go package paths) by matching path suffixes.
-    fn add_imports(&mut self, files: &[&FileSummary]) {
-        let mut by_stem: HashMap<&str, Vec<&str>> = HashMap::new();
-        for f in files {
-            let stem = f.path.rsplit('/').next().unwrap_or(&f.path);
-            let stem = stem.split('.').next().unwrap_or(stem);
-            by_stem.entry(stem).or_default().push(&f.path);
-        }
-        for f in files {
-            for import in &f.imports {
-                if let Some(target) = import_target(&f.path, &import.module, &by_stem) {
-                    self.add(&f.path, target);
-                }
-            }
-        }
+    s.languages.retain(|_, n| *n > 0);
+    if s.files == 0 {
+        stats.remove(&name);
     }
 }
 
 /// File that defines the callable with this key.
-fn callable_file(graph: &ProjectGraph, key: &str) -> Option<String> {
-    if let Some((path, _)) = key.split_once("::") {
-        return Some(path.to_string());
+pub(crate) fn callable_file<'g>(graph: &'g ProjectGraph, key: &'g str) -> Option<&'g str> {
+    if let Some((ty, name)) = key.rsplit_once('.')
+        && let Some(info) = graph.types.get(ty)
+    {
+        return info
+            .methods
+            .iter()
+            .find(|m| m.name == name)
+            .map(|m| m.file.as_str());
     }
-    let (ty, name) = key.rsplit_once('.')?;
-    let info = graph.types.get(ty)?;
-    info.methods
-        .iter()
-        .find(|m| m.name == name)
-        .map(|m| m.file.clone())
+    key.split_once("::").map(|(path, _)| path)
 }
 
 fn import_target<'a>(
