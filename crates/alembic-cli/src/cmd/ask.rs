@@ -3,6 +3,7 @@
 use std::io::Write as _;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use alembic_agent::{
     AgentError, AgentEvent, AgentOptions, AgentPreset, AgentRuntime, AgentTools, RunReport,
@@ -36,6 +37,9 @@ pub struct ModelArgs {
     /// Print the answer when it is complete instead of as it arrives
     #[arg(long)]
     pub no_stream: bool,
+    /// Stop a question that runs longer than this many seconds (0: no limit)
+    #[arg(long, value_name = "SECS", default_value_t = 900)]
+    pub timeout: u64,
 }
 
 #[derive(Debug, Args)]
@@ -87,6 +91,7 @@ pub(crate) fn open_agent(
     };
     let options = AgentOptions {
         stream,
+        run_timeout: (model.timeout > 0).then(|| Duration::from_secs(model.timeout)),
         ..AgentOptions::default()
     };
     Ok((AgentRuntime::new(provider, tools, memory, options), rt))
