@@ -106,6 +106,8 @@ struct Compiled {
 fn matcher(pattern: &str) -> Result<RegexMatcher, SearchError> {
     RegexMatcherBuilder::new()
         .case_insensitive(true)
+        // Lines never span a newline: lets the searcher scan whole buffers (as rg does).
+        .line_terminator(Some(b'\n'))
         .size_limit(REGEX_SIZE_LIMIT)
         .dfa_size_limit(REGEX_SIZE_LIMIT)
         .build(pattern)
@@ -147,6 +149,8 @@ fn compile(req: &SearchRequest) -> Result<Compiled, SearchError> {
 struct Hit {
     line: u64,
     text: String,
+    /// Usage score, computed during the (parallel) scan when there is one pattern.
+    score: Option<i32>,
 }
 
 struct FileHits {
@@ -156,6 +160,8 @@ struct FileHits {
 
 struct Collect<'a> {
     hits: &'a mut Vec<Hit>,
+    /// The only pattern, to score hits as they are found.
+    scorer: Option<&'a RegexMatcher>,
 }
 
 impl Sink for Collect<'_> {
@@ -167,9 +173,12 @@ impl Sink for Collect<'_> {
         m: &SinkMatch<'_>,
     ) -> Result<bool, Self::Error> {
         let text = String::from_utf8_lossy(m.bytes());
+        let text = text.trim_end_matches(['\n', '\r']).to_string();
+        let score = self.scorer.and_then(|m| score_line(m, &text));
         self.hits.push(Hit {
             line: m.line_number().unwrap_or(0),
-            text: text.trim_end_matches(['\n', '\r']).to_string(),
+            text,
+            score,
         });
         Ok(true)
     }
@@ -191,6 +200,7 @@ pub fn search(guard: &PathGuard, req: &SearchRequest) -> Result<SearchResult, Se
 
 /// Finds every line matching any pattern, in parallel over files.
 fn scan(guard: &PathGuard, req: &SearchRequest, any: &RegexMatcher) -> (Vec<FileHits>, usize) {
+    let single = req.patterns.len() == 1;
     let root = guard.root().to_path_buf();
     let found = Mutex::new(Vec::new());
     let searched = std::sync::atomic::AtomicUsize::new(0);
@@ -199,6 +209,9 @@ fn scan(guard: &PathGuard, req: &SearchRequest, any: &RegexMatcher) -> (Vec<File
     let (found_ref, searched_ref, root_ref) = (&found, &searched, &root);
     walker.build_parallel().run(|| {
         let (found, searched, root) = (found_ref, searched_ref, root_ref);
+        // A matcher per thread: a shared regex hands its scratch space out through a
+        // pool, and every thread but the pool's owner pays for that on each search.
+        let any = any.clone();
         let mut searcher = SearcherBuilder::new()
             .binary_detection(BinaryDetection::quit(0))
             .line_number(true)
@@ -221,7 +234,15 @@ fn scan(guard: &PathGuard, req: &SearchRequest, any: &RegexMatcher) -> (Vec<File
             searched.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let mut hits = Vec::new();
             // A read error mid-file keeps the hits found so far.
-            let _ = searcher.search_file(any, &file, Collect { hits: &mut hits });
+            let scorer = single.then_some(&any);
+            let _ = searcher.search_file(
+                &any,
+                &file,
+                Collect {
+                    hits: &mut hits,
+                    scorer,
+                },
+            );
             if !hits.is_empty()
                 && let Ok(mut v) = found.lock()
             {
@@ -251,31 +272,30 @@ fn rank(
     m: &RegexMatcher,
     files: &[FileHits],
 ) -> PatternResult {
-    let mut all: Vec<(i32, &str, &Hit)> = Vec::new();
+    // Usage scores lie in -2..=2: bucket hits by score (in path/line order) instead of
+    // sorting them all.
+    let mut buckets: [Vec<(i32, &str, &Hit)>; 5] = Default::default();
+    let mut total = 0;
     let mut matched_files = Vec::new();
     for f in files {
-        let before = all.len();
+        let before = total;
         for hit in &f.hits {
-            if let Ok(Some(span)) = m.find(hit.text.as_bytes()) {
-                all.push((
-                    usage_score(&hit.text, span.start(), span.end()),
-                    &f.rel,
-                    hit,
-                ));
+            if let Some(score) = hit.score.or_else(|| score_line(m, &hit.text)) {
+                let slot = usize::try_from(2 - score.clamp(-2, 2)).unwrap_or(4);
+                buckets[slot].push((score, &f.rel, hit));
+                total += 1;
             }
         }
-        if all.len() > before {
+        if total > before {
             matched_files.push(FileCount {
                 file: f.rel.clone(),
-                matches: all.len() - before,
+                matches: total - before,
             });
         }
     }
-    let total = all.len();
-    // Stable sort: equal scores keep path/line order.
-    all.sort_by_key(|a| std::cmp::Reverse(a.0));
-    let matches = all
+    let matches = buckets
         .into_iter()
+        .flatten()
         .take(req.max_results)
         .map(|(score, rel, hit)| SearchMatch {
             file: rel.to_string(),
@@ -324,6 +344,12 @@ fn context(guard: &PathGuard, rel: &str, line: u64, n: usize) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// Usage score of a line for the first match of `m` in it; `None` when it does not match.
+fn score_line(m: &RegexMatcher, text: &str) -> Option<i32> {
+    let span = m.find(text.as_bytes()).ok().flatten()?;
+    Some(usage_score(text, span.start(), span.end()))
 }
 
 /// Keywords directly before a declared name.
