@@ -162,6 +162,7 @@ fn shared_type_names_are_qualified_and_lookups_report_ambiguity() {
     );
     let err = run_tool(&service, "get_class_info", &json!({"className": "Circle"})).unwrap_err();
     let message = err.to_string();
+    insta::assert_snapshot!(message);
     assert!(
         message.contains("class \"Circle\" is ambiguous"),
         "{message}"
