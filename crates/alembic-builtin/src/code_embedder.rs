@@ -120,11 +120,27 @@ pub fn configured_embedder(
             )));
         }
     };
-    Ok(Some(Arc::new(LazyEmbedder {
+    Ok(Some(lazy_embedder(config, label)))
+}
+
+/// A code embedder built from `config` on its first use, named `label` until then.
+pub fn lazy_embedder(config: EmbedderConfig, label: String) -> Arc<dyn CodeEmbedder> {
+    Arc::new(LazyEmbedder {
         config,
         label,
         built: OnceLock::new(),
-    })))
+    })
+}
+
+/// The code embedder for an embedder choice already read from the config (for example
+/// by `memory_config`), so code search and memory share one `[memory]` parser.
+pub fn code_embedder_for(config: Option<EmbedderConfig>) -> Option<Arc<dyn CodeEmbedder>> {
+    let label = match config.as_ref()? {
+        EmbedderConfig::None => return None,
+        EmbedderConfig::Local { .. } => "all-MiniLM-L6-v2".to_string(),
+        EmbedderConfig::OpenAi { model, .. } => model.clone(),
+    };
+    config.map(|c| lazy_embedder(c, label))
 }
 
 fn invalid(message: String) -> RuntimeError {
