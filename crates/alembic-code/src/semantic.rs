@@ -130,10 +130,13 @@ pub fn words(text: &str) -> Vec<String> {
 
 impl SemanticIndex {
     /// Builds chunks from summaries, reading source text through the guard.
+    /// Vectors of `previous` (same model) are reused for unchanged chunks, so after an
+    /// edit only the edited code is embedded again.
     pub fn build<'a>(
         guard: &PathGuard,
         summaries: impl IntoIterator<Item = &'a FileSummary>,
         embedder: Option<&dyn CodeEmbedder>,
+        previous: Option<&SemanticIndex>,
     ) -> SemanticIndex {
         let mut chunks = Vec::new();
         for summary in summaries {
@@ -146,7 +149,7 @@ impl SemanticIndex {
         }
         let mut index = SemanticIndex::lexical(chunks);
         if let Some(e) = embedder {
-            index.embed_all(e);
+            index.embed_all(e, previous);
         }
         index
     }
@@ -180,18 +183,23 @@ impl SemanticIndex {
         }
     }
 
-    fn embed_all(&mut self, embedder: &dyn CodeEmbedder) {
+    fn embed_all(&mut self, embedder: &dyn CodeEmbedder, previous: Option<&SemanticIndex>) {
         self.model = Some(embedder.model_id().to_string());
+        let known = previous
+            .filter(|p| p.model.as_deref() == Some(embedder.model_id()))
+            .map(SemanticIndex::vectors_by_text)
+            .unwrap_or_default();
         let mut vectors: Vec<Option<Vec<f32>>> = vec![None; self.chunks.len()];
-        let mut embedded = 0usize;
-        let texts: Vec<String> = self
-            .chunks
-            .iter()
-            .take(MAX_EMBEDDED_CHUNKS)
-            .map(|c| format!("{}\n{}", c.symbol, c.text))
-            .collect();
-        for (batch_no, batch) in texts.chunks(EMBED_BATCH).enumerate() {
-            let refs: Vec<&str> = batch.iter().map(String::as_str).collect();
+        let mut missing: Vec<(usize, String)> = Vec::new();
+        for (i, c) in self.chunks.iter().take(MAX_EMBEDDED_CHUNKS).enumerate() {
+            let text = embedding_text(c);
+            match known.get(&text) {
+                Some(v) => vectors[i] = Some((*v).clone()),
+                None => missing.push((i, text)),
+            }
+        }
+        for batch in missing.chunks(EMBED_BATCH) {
+            let refs: Vec<&str> = batch.iter().map(|(_, t)| t.as_str()).collect();
             // A failing batch leaves those chunks lexical-only rather than failing search.
             let out = match embedder.embed(&refs) {
                 Ok(out) => out,
@@ -201,16 +209,25 @@ impl SemanticIndex {
                     continue;
                 }
             };
-            for (i, v) in out.into_iter().enumerate() {
-                if let Some(slot) = vectors.get_mut(batch_no * EMBED_BATCH + i) {
-                    *slot = Some(normalize(v));
-                    embedded += 1;
-                }
+            for ((i, _), v) in batch.iter().zip(out) {
+                vectors[*i] = Some(normalize(v));
             }
         }
-        if embedded > 0 {
+        if vectors.iter().any(Option::is_some) {
             self.vectors = Some(vectors);
         }
+    }
+
+    /// This index's vectors by the text they were computed from.
+    fn vectors_by_text(&self) -> HashMap<String, &Vec<f32>> {
+        let Some(vectors) = &self.vectors else {
+            return HashMap::new();
+        };
+        self.chunks
+            .iter()
+            .zip(vectors)
+            .filter_map(|(c, v)| Some((embedding_text(c), v.as_ref()?)))
+            .collect()
     }
 
     pub fn len(&self) -> usize {
@@ -380,6 +397,11 @@ fn chunks_of(summary: &FileSummary, lines: &[&str], out: &mut Vec<CodeChunk>) {
             text: body(f.line, f.end_line),
         });
     }
+}
+
+/// What is embedded for a chunk: its symbol and source text.
+fn embedding_text(c: &CodeChunk) -> String {
+    format!("{}\n{}", c.symbol, c.text)
 }
 
 fn preview(text: &str) -> String {

@@ -3,7 +3,7 @@
 //! Every query first refreshes the index (a walk plus `stat`s when nothing changed), so
 //! answers follow the files on disk. After a change the graph is updated incrementally
 //! (only what the changed files reach; see [`ProjectGraph::update`]) when it is next
-//! asked for; the semantic index is rebuilt.
+//! asked for; the semantic index is rebuilt, re-embedding only chunks whose text changed.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -23,6 +23,8 @@ struct State {
     /// summary the graph was last updated with (none for files it never saw).
     pending: IndexChanges,
     semantic: Option<Arc<SemanticIndex>>,
+    /// The semantic index before the last change, whose vectors the next build reuses.
+    stale_semantic: Option<Arc<SemanticIndex>>,
     graph_build_ms: u64,
 }
 
@@ -58,6 +60,7 @@ impl CodeService {
                 graph: None,
                 pending: IndexChanges::default(),
                 semantic: None,
+                stale_semantic: None,
                 graph_build_ms: 0,
             }),
         })
@@ -152,7 +155,9 @@ impl CodeService {
             &self.guard,
             summaries,
             self.embedder.as_deref(),
+            state.stale_semantic.as_deref(),
         ));
+        state.stale_semantic = None;
         state.semantic = Some(Arc::clone(&built));
         Ok(built)
     }
@@ -167,7 +172,9 @@ fn refresh_locked(root: &Path, state: &mut State) -> Result<IndexReport, IndexEr
     };
     let (report, changes) = index.refresh_tracked(&|_| {})?;
     if !changes.is_empty() {
-        state.semantic = None;
+        if let Some(s) = state.semantic.take() {
+            state.stale_semantic = Some(s);
+        }
         if state.graph.is_some() {
             add_pending(&mut state.pending, changes);
         }
