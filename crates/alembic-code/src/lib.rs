@@ -9,7 +9,10 @@
 //!   skipping vendored directories ([`walk`]).
 //! - [`ProjectGraph`] merges summaries: inheritance and conformance, overrides, a call graph
 //!   whose edges carry a resolution confidence ([`calls`]), modules with Tarjan SCCs and
-//!   layers ([`topology`]), entry points.
+//!   layers ([`topology`]), entry points. Types are keyed by simple name when it is unique
+//!   and by `scope::Name` when several types share it ([`merge`]); lookups by simple name
+//!   list the candidates. [`ProjectGraph::update`] applies changed files incrementally and
+//!   gives the same graph as a full build.
 //! - [`search`], [`files`] and [`semantic`] back the project-access tools; every file read
 //!   goes through `alembic_safety::PathGuard`.
 //! - [`register_tools`] adds the 13 tools to an `alembic_tools::ToolRegistry`;
