@@ -2,7 +2,8 @@
 //! answer, and calls per second for a cheap tool (`get_tool_details`, audited like any call).
 //!
 //! Baseline in the same run: spawning `alembic --version` (process start and exit, no project,
-//! no MCP), so the startup figure can be read as a ratio on a noisy machine.
+//! no MCP), so the startup figure can be read as a ratio on a noisy machine. The 1-minute load
+//! average before and after the run is reported too, for the same reason.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -17,13 +18,23 @@ use serde_json::{Value, json};
 pub struct McpReport {
     pub spawns: usize,
     pub startup_ms_p50: f64,
+    pub startup_ms_p95: f64,
     pub startup_ms_min: f64,
     pub startup_ms_max: f64,
     pub bare_spawn_ms_p50: f64,
     pub sequential_calls: usize,
     pub sequential_call_ms_mean: f64,
+    pub sequential_calls_per_sec: f64,
     pub pipelined_calls: usize,
     pub pipelined_calls_per_sec: f64,
+    /// 1-minute load average (`/proc/loadavg`) before and after; `None` where there is none.
+    pub load_before: Option<f64>,
+    pub load_after: Option<f64>,
+}
+
+fn load_average() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    text.split_whitespace().next()?.parse().ok()
 }
 
 // The benchmark's subject is process startup itself, so it spawns the alembic binary directly
@@ -135,6 +146,7 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 
 /// Runs the benchmark against the `alembic` binary on `project`.
 pub fn run(alembic: &Path, project: &Path, spawns: usize, calls: usize) -> Result<McpReport> {
+    let load_before = load_average();
     let mut startup: Vec<f64> = Vec::new();
     let mut bare: Vec<f64> = Vec::new();
     for _ in 0..spawns.max(1) {
@@ -172,6 +184,10 @@ pub fn run(alembic: &Path, project: &Path, spawns: usize, calls: usize) -> Resul
         if stdout.read_line(&mut line)? == 0 {
             bail!("alembic mcp stopped after {answered} of {calls} pipelined calls");
         }
+        let a: Value = serde_json::from_str(&line)?;
+        if a["result"]["isError"] != false {
+            bail!("a pipelined cheap call failed: {a}");
+        }
         answered += 1;
     }
     let per_sec = calls as f64 / started.elapsed().as_secs_f64();
@@ -184,32 +200,42 @@ pub fn run(alembic: &Path, project: &Path, spawns: usize, calls: usize) -> Resul
     Ok(McpReport {
         spawns: startup.len(),
         startup_ms_p50: percentile(&startup, 0.5),
+        startup_ms_p95: percentile(&startup, 0.95),
         startup_ms_min: startup.first().copied().unwrap_or(f64::NAN),
         startup_ms_max: startup.last().copied().unwrap_or(f64::NAN),
         bare_spawn_ms_p50: percentile(&bare, 0.5),
         sequential_calls: sequential,
         sequential_call_ms_mean: sequential_ms,
+        sequential_calls_per_sec: 1000.0 / sequential_ms,
         pipelined_calls: calls,
         pipelined_calls_per_sec: per_sec,
+        load_before,
+        load_after: load_average(),
     })
 }
 
 pub fn render(r: &McpReport) -> String {
+    let load = |l: Option<f64>| l.map_or_else(|| "unknown".to_string(), |l| format!("{l:.2}"));
     format!(
         "alembic mcp over stdio ({} spawns)\n\
-         spawn → first tools/list answer: p50 {:.1} ms (min {:.1}, max {:.1}); goal ≤ 100 ms\n\
+         spawn → first tools/list answer: p50 {:.1} ms, p95 {:.1} ms (min {:.1}, max {:.1}); goal ≤ 100 ms\n\
          baseline `alembic --version` spawn: p50 {:.1} ms (ratio {:.2})\n\
-         cheap tool (get_tool_details), one at a time: {:.3} ms per call over {} calls\n\
-         cheap tool, {} calls pipelined: {:.0} calls/s\n",
+         cheap tool (get_tool_details), one at a time: {:.3} ms per call, {:.0} calls/s over {} calls\n\
+         cheap tool, {} calls pipelined: {:.0} calls/s\n\
+         load average (1 min): {} before, {} after\n",
         r.spawns,
         r.startup_ms_p50,
+        r.startup_ms_p95,
         r.startup_ms_min,
         r.startup_ms_max,
         r.bare_spawn_ms_p50,
         r.startup_ms_p50 / r.bare_spawn_ms_p50,
         r.sequential_call_ms_mean,
+        r.sequential_calls_per_sec,
         r.sequential_calls,
         r.pipelined_calls,
-        r.pipelined_calls_per_sec
+        r.pipelined_calls_per_sec,
+        load(r.load_before),
+        load(r.load_after),
     )
 }
