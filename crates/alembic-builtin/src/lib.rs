@@ -67,6 +67,7 @@ pub fn register_builtin_tools(registry: &ToolRegistry) -> Result<(), RegistryErr
     alembic_safety::register_tools(registry)?;
     alembic_context::tools::register_tools(registry)?;
     alembic_memory::tools::register_tools(registry)?;
+    alembic_knowledge::register_tools(registry)?;
     Ok(())
 }
 
@@ -82,6 +83,10 @@ fn build_services(root: &Path, config: &ProjectConfig) -> Result<Services, Runti
     builder.add(Arc::new(alembic_memory::tools::MemoryService::for_project(
         root,
         alembic_memory::MemoryConfig::default(),
+    )));
+    // The knowledge base (candidates, recipes, guard runs); opens .alembic/alembic.db on first use.
+    builder.add(Arc::new(alembic_knowledge::KnowledgeService::for_project(
+        root,
     )));
     Ok(builder.build())
 }

@@ -627,8 +627,19 @@ impl Pipeline {
         let first = std::future::poll_fn(|cx| Poll::Ready(fut.as_mut().poll(cx))).await;
         let result = match first {
             Poll::Ready(r) => r,
+            // Biased, handler first: a handler that watches its token gets to finish (and
+            // report) on the poll that sees the cancellation, instead of being dropped by a
+            // random branch choice.
             Poll::Pending => tokio::select! {
-                r = fut => r,
+                biased;
+                r = fut => {
+                    // What a handler returns once its caller has cancelled is still a
+                    // cancellation.
+                    if cancel.is_cancelled() {
+                        return cancelled_result();
+                    }
+                    r
+                }
                 _ = tokio::time::sleep(limit) => {
                     token.cancel();
                     return failed(OutcomeStatus::TimedOut, format!("tool \"{}\" timed out after {} s", call.name(), limit.as_secs_f64()), None);

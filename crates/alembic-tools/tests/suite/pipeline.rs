@@ -516,6 +516,45 @@ async fn timeouts_and_cancellation_end_the_call() {
 }
 
 #[tokio::test]
+async fn a_handler_sees_its_cancellation_and_the_call_still_ends_cancelled() {
+    let registry = Arc::new(ToolRegistry::new());
+    let saw_cancel = Arc::new(AtomicUsize::new(0));
+    let saw = saw_cancel.clone();
+    registry
+        .register(tool_with(
+            "watchful",
+            EffectClass::ReadOnly,
+            handler_fn(move |_, ctx| {
+                let saw = saw.clone();
+                async move {
+                    ctx.cancel.cancelled().await;
+                    saw.fetch_add(1, Ordering::SeqCst);
+                    Ok(ToolOutput::json(json!({"partial": true})))
+                }
+            }),
+        ))
+        .unwrap();
+    let p = Pipeline::builder(registry, ".").build();
+    for _ in 0..20 {
+        let token = tokio_util::sync::CancellationToken::new();
+        let canceller = token.clone();
+        tokio::spawn(async move {
+            tokio::task::yield_now().await;
+            canceller.cancel();
+        });
+        let o = p
+            .execute_with_cancel(
+                ToolCall::new("watchful", json!({}), trusted_caller("t")),
+                token,
+            )
+            .await;
+        assert_eq!(o.status, OutcomeStatus::Cancelled);
+    }
+    // Every handler was polled after its token fired, so each one saw it.
+    assert_eq!(saw_cancel.load(Ordering::SeqCst), 20);
+}
+
+#[tokio::test]
 async fn nested_calls_pass_the_gates_with_the_parent_id() {
     let journal = Journal::default();
     let registry = Arc::new(ToolRegistry::new());
