@@ -58,6 +58,9 @@ enum Command {
     /// Forge tools: reuse with pre-filled arguments, compose, generate (sandboxed), save, promote
     #[command(subcommand)]
     Forge(cmd::forge::ForgeCommand),
+    /// Knowledge base: list, show, search, stats; review candidates (approve, reject, publish, deprecate)
+    #[command(subcommand)]
+    Knowledge(cmd::knowledge::KnowledgeCommand),
 }
 
 fn main() {
@@ -74,6 +77,7 @@ fn main() {
         Command::Ask(a) => cmd::ask::run(a),
         Command::Chat(a) => cmd::chat::run(a),
         Command::Forge(c) => cmd::forge::run(c),
+        Command::Knowledge(c) => cmd::knowledge::run(c),
     };
     std::process::exit(exit::report(result));
 }

@@ -6,6 +6,7 @@ pub mod chat;
 pub mod forge;
 pub mod index;
 pub mod init;
+pub mod knowledge;
 pub mod mcp;
 pub mod memory;
 pub mod safety;

@@ -2,6 +2,7 @@ mod agent_cli;
 mod audit_cli;
 mod forge_cli;
 mod index_cli;
+mod knowledge_cli;
 mod mcp_python;
 mod mcp_robustness;
 mod memory_cli;

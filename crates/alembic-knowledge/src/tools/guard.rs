@@ -111,9 +111,7 @@ fn guard_check_code(
     let (target, code, language) = match first_str(args, &["filePath", "file", "path"]) {
         Some(path) => {
             let guard = file_guard(ctx, s)?;
-            let code = guard
-                .read_to_string(path)
-                .map_err(|e| ToolError::refused(e.rule(), e.to_string()))?;
+            let code = guard.read_to_string(path).map_err(read_error)?;
             let lang = opt_str(args, "language")
                 .map(str::to_ascii_lowercase)
                 .unwrap_or_else(|| language_of(path).to_string());
@@ -168,6 +166,15 @@ fn guard_check_code(
     let data = json!({"target": target, "language": language, "violationCount": violations.len(),
         "violations": violations, "rulesApplied": rules_applied, "run": run});
     Ok(ToolOutput::new(data, text.trim_end()))
+}
+
+/// A PathGuard refusal stays a refusal; a missing file is "not found"; the rest failed.
+fn read_error(e: alembic_safety::PathError) -> ToolError {
+    match e {
+        e if e.is_confinement() => ToolError::refused(e.rule(), e.to_string()),
+        e @ alembic_safety::PathError::NotFound { .. } => ToolError::NotFound(e.to_string()),
+        e => ToolError::failed(e.to_string()),
+    }
 }
 
 fn rank(e: &Entry) -> f64 {

@@ -1,5 +1,5 @@
-//! The knowledge tools: `query` (6), `lifecycle` (10, plus the composite `submit_with_check`),
-//! `knowledge-graph` (2), `guard` (4) and `evolution-tools` (3).
+//! The knowledge tools: `query` (6), `lifecycle` (10), `knowledge-graph` (2), `guard` (4),
+//! `evolution-tools` (3), and the composites `submit_with_check` and `knowledge_overview`.
 //!
 //! Handlers find the store as the [`KnowledgeService`] in the pipeline's services (one per
 //! project root is created on demand when a runtime has none). The service opens
@@ -213,6 +213,7 @@ pub const TOOL_NAMES: &[&str] = &[
     "get_project_stats",
     "search_knowledge",
     "get_related_recipes",
+    "knowledge_overview",
     "submit_knowledge",
     "submit_with_check",
     "approve_candidate",

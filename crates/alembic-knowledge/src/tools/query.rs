@@ -64,6 +64,19 @@ pub(crate) fn tools(cache: &Arc<ServiceCache>) -> Vec<ToolDefinition> {
             }, "required": ["query"]}),
             search_knowledge,
         ),
+        tool(
+            cache,
+            "knowledge_overview",
+            "Overview of the knowledge base: counts, the most used published recipes, and a \
+             hint on what to do next when it is empty or has candidates waiting for review.",
+            json!({"type": "object", "properties": {
+                "includeTopRecipes": {"type": "boolean", "default": true},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5}
+            }}),
+            ToolModule::Composite,
+            EffectClass::ReadOnly,
+            knowledge_overview,
+        ),
         q(
             "get_related_recipes",
             "Entries connected to one entry in the knowledge graph (outgoing and incoming edges), \
@@ -371,4 +384,44 @@ pub(crate) fn line(e: &Entry, score: Option<f64>) -> String {
         e.title,
         e.kind.as_str()
     )
+}
+
+fn knowledge_overview(
+    s: &KnowledgeService,
+    args: &Value,
+    _: &ToolContext,
+) -> Result<ToolOutput, ToolError> {
+    let stats = s.with(|kb| kb.stats())?;
+    let mut top = Vec::new();
+    if super::args::bool_arg(args, "includeTopRecipes", true) {
+        let filter = Filter {
+            statuses: vec![Status::Published],
+            limit: 100_000,
+            ..Filter::default()
+        };
+        top = s.with(|kb| kb.list(&filter))?;
+        let used = |e: &Entry| e.adoptions * 2 + e.applications;
+        top.sort_by(|a, b| used(b).cmp(&used(a)).then(a.id.cmp(&b.id)));
+        top.truncate(usize_arg(args, "limit", 5, 20));
+    }
+    let waiting = stats.by_status.get("submitted").copied().unwrap_or(0);
+    let hint = if stats.total == 0 {
+        "the knowledge base is empty: explore the code and submit_knowledge what you learn"
+    } else if stats.recipes == 0 {
+        "no published recipes yet: candidates are waiting for review"
+    } else {
+        ""
+    };
+    let mut text = format!(
+        "{} entries: {} published recipes, {} candidates ({waiting} waiting for review)\n",
+        stats.total, stats.recipes, stats.candidates
+    );
+    for e in &top {
+        text.push_str(&line(e, None));
+    }
+    text.push_str(hint);
+    let recipes: Vec<Value> = top.iter().map(|e| summary_json(e, None)).collect();
+    let data = json!({"knowledge": stats, "topRecipes": recipes,
+        "_meta": {"empty": stats.total == 0, "waitingForReview": waiting, "hint": hint}});
+    Ok(ToolOutput::new(data, text.trim_end()))
 }
