@@ -132,6 +132,9 @@ async fn a_candidate_goes_from_submission_to_published_recipe() {
         detail["entry"]["language"], "swift",
         "inferred from the sources"
     );
+    let overview = h.ok("knowledge_overview", json!({})).await;
+    assert_eq!(overview["topRecipes"][0]["id"], id);
+    assert_eq!(overview["_meta"]["empty"], false);
     let stats = h.ok("get_project_stats", json!({})).await;
     assert_eq!(
         (
@@ -327,6 +330,14 @@ async fn guard_checks_files_through_pathguard_and_records_runs() {
         escape.text_for_model()
     );
 
+    let missing = h
+        .err("guard_check_code", json!({"filePath": "src/none.rs"}))
+        .await;
+    assert!(
+        missing.starts_with("error (error): not found:"),
+        "{missing}"
+    );
+
     let snippet = h
         .ok(
             "guard_check_code",
@@ -427,6 +438,8 @@ async fn quality_and_validation_without_storing() {
         )
         .await;
     assert_eq!(good["valid"], true);
+    let overview = h.ok("knowledge_overview", json!({})).await;
+    assert_eq!(overview["_meta"]["empty"], true);
     let q = h
         .ok("quality_score", json!({"recipe": candidate("Retry")}))
         .await;
