@@ -1,3 +1,4 @@
+mod dedup;
 mod store;
 mod support;
 mod tools;
