@@ -11,6 +11,7 @@ use rusqlite::{TransactionBehavior, params};
 use serde::{Deserialize, Serialize};
 
 use crate::error::KnowledgeError;
+use crate::model::{Entry, Kind, Status};
 use crate::store::KnowledgeStore;
 
 /// The built-in rules file, compiled into the binary.
@@ -53,7 +54,7 @@ pub struct RuleSpec {
     pub severity: Severity,
     #[serde(default)]
     pub fix: Option<String>,
-    /// `built-in` or `project`; set by the loader.
+    /// `built-in`, `project` or `knowledge` (a published rule entry); set by the loader.
     #[serde(default, skip_deserializing)]
     pub source: String,
 }
@@ -165,6 +166,28 @@ impl GuardRules {
         Ok(GuardRules { rules })
     }
 
+    /// Adds the guards of published `rule` entries: each entry's `extra.guards` is a list of
+    /// `{pattern, literal?, severity?, message?}`; the rule id is `<entry id>:<n>`, the
+    /// message defaults to the entry's title and the fix to its `doClause`. A guard whose
+    /// pattern does not compile is skipped (and logged): one bad entry must not disable
+    /// every check.
+    pub fn with_entries(mut self, entries: &[Entry]) -> GuardRules {
+        for e in entries
+            .iter()
+            .filter(|e| e.status == Status::Published && e.kind == Kind::Rule)
+        {
+            let guards = e.extra.get("guards").and_then(|g| g.as_array());
+            for (n, g) in guards.into_iter().flatten().enumerate() {
+                match entry_rule(e, n, g) {
+                    Some(Ok(rule)) => self.rules.push(rule),
+                    Some(Err(err)) => tracing::warn!(entry = %e.id, error = %err, "guard skipped"),
+                    None => {}
+                }
+            }
+        }
+        self
+    }
+
     pub fn rules(&self) -> &[Rule] {
         &self.rules
     }
@@ -200,6 +223,37 @@ impl GuardRules {
         }
         out
     }
+}
+
+/// The rule of guard `n` of entry `e` (`None` when it has no pattern).
+fn entry_rule(e: &Entry, n: usize, g: &serde_json::Value) -> Option<Result<Rule, KnowledgeError>> {
+    let pattern = g.get("pattern")?.as_str()?.to_string();
+    let text = |k: &str| g.get(k).and_then(|v| v.as_str()).map(str::to_string);
+    let severity = match text("severity").as_deref() {
+        Some("error") => Severity::Error,
+        Some("info") => Severity::Info,
+        _ => Severity::Warning,
+    };
+    let language = if e.language.is_empty() {
+        "*".to_string()
+    } else {
+        e.language.clone()
+    };
+    let spec = RuleSpec {
+        id: format!("{}:{}", e.id, n + 1),
+        description: text("message").unwrap_or_else(|| e.title.clone()),
+        languages: vec![language],
+        pattern,
+        literal: g.get("literal").and_then(|v| v.as_bool()).unwrap_or(false),
+        severity,
+        fix: e
+            .extra
+            .get("doClause")
+            .and_then(|v| v.as_str())
+            .map(str::to_string),
+        source: "knowledge".to_string(),
+    };
+    Some(Rule::compile(spec))
 }
 
 fn parse_file(text: &str, origin: &str) -> Result<RuleFile, KnowledgeError> {

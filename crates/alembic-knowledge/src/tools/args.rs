@@ -76,6 +76,7 @@ const EXTRA_FIELDS: &[&str] = &[
     "complexity",
     "topicHint",
     "supersedes",
+    "guards",
 ];
 
 /// The part of a submission in `content` (an object, or a plain markdown string).
@@ -184,7 +185,9 @@ pub(crate) fn submission_properties() -> Value {
         "scope": {"type": "string"},
         "complexity": {"type": "string"},
         "topicHint": {"type": "string"},
-        "sourceFile": {"type": "string"}
+        "sourceFile": {"type": "string"},
+        "guards": {"type": "array", "items": {"type": "object"},
+                   "description": "for kind=rule: [{pattern, literal?, severity?, message?}] checked by guard_check_code once published"}
     })
 }
 

@@ -88,8 +88,8 @@ impl KnowledgeService {
             .map_err(|e| ToolError::failed(format!("cannot confine file access: {e}")))
     }
 
-    /// Built-in guard rules overlaid with the project's `.alembic/guard-rules.toml`. Read on
-    /// every call, so edits to the file apply at once.
+    /// Built-in guard rules overlaid with the project's `.alembic/guard-rules.toml`, plus the
+    /// guards of published rule entries. Read on every call, so edits apply at once.
     pub fn guard_rules(&self, ctx: &ToolContext) -> Result<GuardRules, ToolError> {
         let guard = file_guard(ctx, self)?;
         let project = match guard.read_to_string(PROJECT_RULES_PATH) {
@@ -97,7 +97,15 @@ impl KnowledgeService {
             Err(alembic_safety::PathError::NotFound { .. }) => None,
             Err(e) => return Err(ToolError::failed(format!("{PROJECT_RULES_PATH}: {e}"))),
         };
-        GuardRules::load(project.as_deref()).map_err(tool_error)
+        let rules = GuardRules::load(project.as_deref()).map_err(tool_error)?;
+        let filter = crate::store::Filter {
+            statuses: vec![crate::model::Status::Published],
+            kind: Some(crate::model::Kind::Rule),
+            limit: 100_000,
+            ..crate::store::Filter::default()
+        };
+        let entries = self.with(|kb| kb.list(&filter))?;
+        Ok(rules.with_entries(&entries))
     }
 }
 

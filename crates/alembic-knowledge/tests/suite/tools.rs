@@ -542,3 +542,41 @@ async fn rendered_texts() {
     }
     insta::assert_snapshot!(transcript);
 }
+
+#[tokio::test]
+async fn published_rule_entries_become_guard_rules() {
+    let h = Harness::new();
+    let rule = json!({
+        "title": "Log through tracing, not println",
+        "kind": "rule",
+        "language": "rust",
+        "content": {"markdown": "Output goes through tracing so it can be filtered."},
+        "doClause": "use tracing::info!",
+        "guards": [{"pattern": "println!", "literal": true, "severity": "error"}, {"pattern": "("}]
+    });
+    let id = h.ok("submit_knowledge", rule).await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let code = json!({"code": "println!(\"hi\");", "language": "rust"});
+    let before = h.ok("guard_check_code", code.clone()).await;
+    assert_eq!(
+        before["violationCount"], 0,
+        "a candidate's guards do not apply"
+    );
+    h.ok("approve_candidate", json!({"candidateId": id})).await;
+    h.ok("publish_recipe", json!({"recipeId": id})).await;
+    let after = h.ok("guard_check_code", code).await;
+    assert_eq!(
+        after["violationCount"], 1,
+        "the bad second guard is skipped"
+    );
+    let v = &after["violations"][0];
+    assert_eq!(v["ruleId"], format!("{id}:1"));
+    assert_eq!(v["severity"], "error");
+    assert_eq!(v["fixSuggestion"], "use tracing::info!");
+    let listed = h
+        .ok("list_guard_rules", json!({"includeBuiltIn": false}))
+        .await;
+    assert_eq!(listed["rules"][0]["source"], "knowledge");
+}
