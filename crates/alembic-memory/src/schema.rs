@@ -101,4 +101,34 @@ create trigger semantic_memories_fts_update after update of search_text, context
 end;
 "#,
     },
+    Migration {
+        version: 3,
+        sql: r#"
+-- current (not superseded) memories per scope, kept by triggers in the writing transaction,
+-- so the capacity check on every insert reads one row instead of counting the scope
+create table memory_scope_counts (
+    scope text primary key,
+    current integer not null
+) without rowid;
+insert into memory_scope_counts (scope, current)
+    select scope, count(*) from semantic_memories where valid_to is null group by scope;
+create trigger memory_scope_counts_insert after insert on semantic_memories
+when new.valid_to is null begin
+    insert into memory_scope_counts (scope, current) values (new.scope, 1)
+        on conflict (scope) do update set current = current + 1;
+end;
+create trigger memory_scope_counts_delete after delete on semantic_memories
+when old.valid_to is null begin
+    update memory_scope_counts set current = current - 1 where scope = old.scope;
+end;
+create trigger memory_scope_counts_update after update of valid_to, scope on semantic_memories
+begin
+    update memory_scope_counts set current = current - 1
+        where scope = old.scope and old.valid_to is null;
+    insert into memory_scope_counts (scope, current) select new.scope, 1
+        where new.valid_to is null
+        on conflict (scope) do update set current = current + 1;
+end;
+"#,
+    },
 ];

@@ -17,7 +17,7 @@ fn migrations_are_versioned_and_idempotent() {
     alembic_memory::PersistentMemory::open_project(dir.path(), MemoryConfig::default()).unwrap();
     assert_eq!(
         alembic_store::schema_version(&conn, alembic_memory::SCHEMA_COMPONENT).unwrap(),
-        2
+        3
     );
 }
 
@@ -244,6 +244,65 @@ fn export_import_round_trip_keeps_ids_and_history() {
     assert_eq!(other.export().unwrap(), exported);
     let stats = other.stats().unwrap();
     assert_eq!((stats.current, stats.history), (1, 1));
+}
+
+/// (maintained count, recount) per scope.
+fn scope_counts(pm: &alembic_memory::PersistentMemory) -> Vec<(String, i64, i64)> {
+    let conn = pm.connection();
+    let mut stmt = conn
+        .prepare(
+            "select s.scope, s.current,
+                    (select count(*) from semantic_memories m
+                     where m.scope = s.scope and m.valid_to is null)
+             from memory_scope_counts s order by s.scope",
+        )
+        .unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+#[test]
+fn maintained_scope_counts_follow_every_kind_of_write() {
+    let config = MemoryConfig {
+        max_per_scope: 4,
+        ..MemoryConfig::default()
+    };
+    let (mut pm, clock) = memory_with(config);
+    let batch: Vec<NewMemory> = (0..6)
+        .map(|i| NewMemory::fact(format!("batch note number {i} about caching")))
+        .collect();
+    pm.add_batch(&batch).unwrap();
+    let kept = pm
+        .add(NewMemory::fact("We use tabs for indentation").with_scope(Scope::Team))
+        .unwrap();
+    // REPLACE: the old version gets valid_to and leaves the count
+    pm.consolidate(
+        &[NewMemory::fact("We do not use tabs for indentation").with_scope(Scope::Team)],
+    )
+    .unwrap();
+    pm.add(NewMemory::fact("short lived note").with_ttl_days(1.0))
+        .unwrap();
+    let exported = pm.export().unwrap();
+    assert!(pm.forget(&kept.id).unwrap());
+    clock.advance_days(2.0);
+    pm.gc().unwrap();
+    let counts = scope_counts(&pm);
+    for (scope, maintained, recount) in &counts {
+        assert_eq!(maintained, recount, "scope {scope}");
+    }
+    assert_eq!(
+        counts
+            .iter()
+            .map(|c| (c.0.as_str(), c.1))
+            .collect::<Vec<_>>(),
+        vec![("project", 3), ("team", 1)]
+    );
+    let (mut other, _) = memory();
+    other.import(&exported).unwrap();
+    let counts = scope_counts(&other);
+    assert!(counts.iter().all(|(_, m, r)| m == r), "{counts:?}");
 }
 
 #[test]
