@@ -15,8 +15,8 @@ use alembic_tools::{
 use serde_json::{Value, json};
 
 use crate::{
-    ConsolidateStats, MemoryConfig, MemoryError, MemorySource, MemoryType, NewMemory,
-    PersistentMemory, RetrieveOptions, ScoredMemory,
+    ConsolidateStats, EmbedderConfig, MemoryConfig, MemoryError, MemorySource, MemoryType,
+    NewMemory, PersistentMemory, RetrieveOptions, ScoredMemory, build_embedder,
 };
 
 /// The longest memory `memory_remember` accepts, in characters.
@@ -28,6 +28,7 @@ pub const MAX_RECALL: u64 = 50;
 pub struct MemoryService {
     root: PathBuf,
     config: MemoryConfig,
+    embedder: EmbedderConfig,
     store: OnceLock<Result<Mutex<PersistentMemory>, String>>,
 }
 
@@ -45,8 +46,27 @@ impl MemoryService {
         MemoryService {
             root: root.to_path_buf(),
             config,
+            embedder: EmbedderConfig::None,
             store: OnceLock::new(),
         }
+    }
+
+    /// Embeds memories and queries with this embedder (built when the store opens). If it
+    /// cannot be built, the tools work lexically and the reason is logged.
+    pub fn with_embedder_config(mut self, embedder: EmbedderConfig) -> Self {
+        self.embedder = embedder;
+        self
+    }
+
+    /// The project store with the configured embedder, or lexical when it cannot be built.
+    fn open_store(&self) -> Result<PersistentMemory, String> {
+        let store = PersistentMemory::open_project(&self.root, self.config.clone())
+            .map_err(|e| format!("cannot open the persistent memory: {e}"))?;
+        let embedder = build_embedder(&self.embedder).unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "memory embedder unavailable; memory tools are lexical");
+            None
+        });
+        Ok(store.with_embedder(embedder))
     }
 
     /// A service over an already open store (tests, embedders).
@@ -54,6 +74,7 @@ impl MemoryService {
         let service = MemoryService {
             root: PathBuf::new(),
             config: memory.config().clone(),
+            embedder: EmbedderConfig::None,
             store: OnceLock::new(),
         };
         let _ = service.store.set(Ok(Mutex::new(memory)));
@@ -65,11 +86,7 @@ impl MemoryService {
         &self,
         f: impl FnOnce(&mut PersistentMemory) -> Result<T, MemoryError>,
     ) -> Result<T, ToolError> {
-        let store = self.store.get_or_init(|| {
-            PersistentMemory::open_project(&self.root, self.config.clone())
-                .map(Mutex::new)
-                .map_err(|e| format!("cannot open the persistent memory: {e}"))
-        });
+        let store = self.store.get_or_init(|| self.open_store().map(Mutex::new));
         let store = store.as_ref().map_err(|e| ToolError::failed(e.clone()))?;
         let mut guard = store.lock().unwrap_or_else(|e| e.into_inner());
         f(&mut guard).map_err(|e| ToolError::failed(e.to_string()))
