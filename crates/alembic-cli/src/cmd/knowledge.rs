@@ -250,7 +250,7 @@ fn stats(a: JsonArgs) -> CmdResult {
         return Ok(Exit::Ok);
     }
     println!(
-        "{} entries: {} candidates, {} published recipes",
+        "entries: {} ({} candidates, {} published recipes)",
         s.total, s.candidates, s.recipes
     );
     for (label, map) in [
@@ -264,7 +264,7 @@ fn stats(a: JsonArgs) -> CmdResult {
         }
     }
     println!(
-        "{} graph edges, {} open proposals, {} guard checks",
+        "graph edges: {}, open proposals: {}, guard checks: {}",
         s.edges, s.open_proposals, s.guard_runs
     );
     Ok(Exit::Ok)
