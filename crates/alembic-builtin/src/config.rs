@@ -23,11 +23,33 @@ pub const DEFAULT_CONFIG: &str = r#"# Alembic project configuration. Every setti
 # extra_protected_paths = []
 
 [memory]
-# Maximum number of persistent memories per scope.
+# Maximum number of current persistent memories per scope (project, user, team); adding one
+# more evicts the least used (access count x importance), then the oldest. Whole number >= 1.
 # max_memories = 500
-# Days without access before a memory is archived, and before it is forgotten.
+# Days without access before a memory is archived (leaves retrieval, recoverable), and before
+# it is forgotten (deleted by gc). Numbers > 0; forget_days must not be below archive_days.
 # archive_days = 30
 # forget_days = 90
+# Retrieval score = weight_recency*recency + weight_importance*importance
+# + weight_relevance*relevance; each weight from 0 to 1.
+# weight_recency = 0.2
+# weight_importance = 0.3
+# weight_relevance = 0.5
+# Days after which recency counts half. Number > 0.
+# recency_half_life_days = 7
+# "banded": relevance decides, recency and importance re-rank near-equally relevant memories;
+# "weighted": the formula above over every candidate; "relevance_only".
+# ranking = "banded"
+# Embeddings for memory and semantic code search: "none", "local" (all-MiniLM-L6-v2, installed
+# by scripts/fetch-models) or "openai" (any OpenAI-compatible endpoint; key from OPENAI_API_KEY).
+# Without this key the memory tools and code search are lexical, and `alembic memory` uses the
+# local model when it is installed. For `alembic memory`, ALEMBIC_EMBEDDINGS=none|local|openai
+# overrides this key.
+# embedder = "none"
+# Model directory for "local" (default: where scripts/fetch-models installs it).
+# embedder_model_dir = "/path/to/all-MiniLM-L6-v2"
+# embedder_url = "https://api.openai.com/v1"
+# embedder_model = "text-embedding-3-small"
 
 [forge]
 # Let `alembic forge generate` run LLM-written tools in the QuickJS sandbox (also turned on by

@@ -13,6 +13,7 @@
 
 pub mod code_embedder;
 pub mod config;
+pub mod memory_config;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -79,11 +80,13 @@ fn build_services(root: &Path, config: &ProjectConfig) -> Result<Services, Runti
     builder.add(Arc::new(code_embedder::code_service(root, code_embedder)?));
     // Agent runs attach their working memory here; the memory tools (note_finding…) find it.
     builder.add(Arc::new(alembic_context::LoopDirectory::default()));
-    // The memory tools' store; it opens .alembic/alembic.db on first use, not here.
-    builder.add(Arc::new(alembic_memory::tools::MemoryService::for_project(
-        root,
-        alembic_memory::MemoryConfig::default(),
-    )));
+    // The memory tools' store, with the `[memory]` settings; it opens .alembic/alembic.db
+    // on first use, not here. Without an `embedder` key the tools are lexical.
+    let memory = memory_config::memory_settings(config)?;
+    builder.add(Arc::new(
+        alembic_memory::tools::MemoryService::for_project(root, memory.memory)
+            .with_embedder_config(memory.embedder.unwrap_or_default()),
+    ));
     // The knowledge base (candidates, recipes, guard runs); opens .alembic/alembic.db on first use.
     builder.add(Arc::new(alembic_knowledge::KnowledgeService::for_project(
         root,

@@ -1,1 +1,2 @@
 mod code_embedder;
+mod memory_config;

@@ -1,0 +1,321 @@
+//! The `[memory]` section of `.alembic/config.toml`, read into the memory crate's
+//! [`MemoryConfig`] and, when the section chooses one, an [`EmbedderConfig`].
+//!
+//! Every key is optional; a missing key keeps the default. An unknown key or a value of the
+//! wrong kind is an error that names the key and what it accepts, so a typo never silently
+//! falls back to a default. Parsed by hand rather than through serde so each message can
+//! say which key was wrong and which values are accepted.
+//!
+//! ```
+//! use alembic_builtin::{ProjectConfig, memory_config::memory_settings};
+//! let config = ProjectConfig::parse("[memory]\nmax_memories = 50\n", None).unwrap();
+//! assert_eq!(memory_settings(&config).unwrap().memory.max_per_scope, 50);
+//! ```
+
+use std::path::PathBuf;
+
+use alembic_memory::{EmbedderConfig, MemoryConfig, Ranking};
+
+use crate::config::{ConfigError, ProjectConfig};
+
+/// Keys of `[memory]`, as listed in error messages.
+pub const KEYS: &[&str] = &[
+    "max_memories",
+    "archive_days",
+    "forget_days",
+    "weight_recency",
+    "weight_importance",
+    "weight_relevance",
+    "recency_half_life_days",
+    "ranking",
+    "embedder",
+    "embedder_model_dir",
+    "embedder_url",
+    "embedder_model",
+];
+
+/// Default OpenAI-compatible endpoint and model for `embedder = "openai"`.
+const OPENAI_URL: &str = "https://api.openai.com/v1";
+const OPENAI_MODEL: &str = "text-embedding-3-small";
+
+/// What `[memory]` says.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct MemorySettings {
+    pub memory: MemoryConfig,
+    /// The embedder the section chooses; `None` when it has no `embedder` key (callers
+    /// then apply their own default, e.g. the local model when it is installed).
+    pub embedder: Option<EmbedderConfig>,
+}
+
+/// Reads the `[memory]` section of `config` (defaults when there is none).
+pub fn memory_settings(config: &ProjectConfig) -> Result<MemorySettings, ConfigError> {
+    let invalid = |message: String| ConfigError::Invalid {
+        path: config
+            .path
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("config.toml")),
+        message,
+    };
+    let Some(section) = config.section("memory") else {
+        return Ok(MemorySettings::default());
+    };
+    let table = section
+        .as_table()
+        .ok_or_else(|| invalid("[memory] must be a table of settings".to_string()))?;
+    parse_table(table).map_err(invalid)
+}
+
+fn parse_table(table: &toml::Table) -> Result<MemorySettings, String> {
+    let mut m = MemoryConfig::default();
+    for (key, value) in table {
+        let v = Value { key, value };
+        match key.as_str() {
+            "max_memories" => m.max_per_scope = v.count()?,
+            "archive_days" => m.archive_after_days = v.positive()?,
+            "forget_days" => m.forget_after_days = v.positive()?,
+            "weight_recency" => m.retrieval.weight_recency = v.weight()?,
+            "weight_importance" => m.retrieval.weight_importance = v.weight()?,
+            "weight_relevance" => m.retrieval.weight_relevance = v.weight()?,
+            "recency_half_life_days" => m.retrieval.recency_half_life_days = v.positive()?,
+            "ranking" => m.retrieval.ranking = v.ranking()?,
+            "embedder" | "embedder_model_dir" | "embedder_url" | "embedder_model" => {}
+            other => {
+                return Err(format!(
+                    "[memory] has no setting {other:?}; accepted: {}",
+                    KEYS.join(", ")
+                ));
+            }
+        }
+    }
+    if m.forget_after_days < m.archive_after_days {
+        return Err(format!(
+            "[memory] forget_days ({}) is shorter than archive_days ({}); a memory is archived first, then forgotten",
+            m.forget_after_days, m.archive_after_days
+        ));
+    }
+    let r = &m.retrieval;
+    if r.weight_recency + r.weight_importance + r.weight_relevance <= 0.0 {
+        return Err(
+            "[memory] weight_recency, weight_importance and weight_relevance are all 0; at least one must be positive"
+                .to_string(),
+        );
+    }
+    Ok(MemorySettings {
+        memory: m,
+        embedder: embedder(table)?,
+    })
+}
+
+/// One key and its value, for typed reads with messages that name the key.
+struct Value<'a> {
+    key: &'a str,
+    value: &'a toml::Value,
+}
+
+impl<'a> Value<'a> {
+    fn bad(&self, accepted: &str) -> String {
+        format!(
+            "[memory] {} = {}: accepted {accepted}",
+            self.key, self.value
+        )
+    }
+
+    fn number(&self) -> Option<f64> {
+        match self.value {
+            toml::Value::Integer(i) => Some(*i as f64),
+            toml::Value::Float(f) if f.is_finite() => Some(*f),
+            _ => None,
+        }
+    }
+
+    /// A whole number ≥ 1.
+    fn count(&self) -> Result<usize, String> {
+        match self.value {
+            toml::Value::Integer(i) if *i >= 1 => Ok(*i as usize),
+            _ => Err(self.bad("a whole number of at least 1")),
+        }
+    }
+
+    /// A number > 0 (days).
+    fn positive(&self) -> Result<f64, String> {
+        self.number()
+            .filter(|n| *n > 0.0)
+            .ok_or_else(|| self.bad("a number of days greater than 0"))
+    }
+
+    /// A number in 0..=1 (score weights).
+    fn weight(&self) -> Result<f64, String> {
+        self.number()
+            .filter(|n| (0.0..=1.0).contains(n))
+            .ok_or_else(|| self.bad("a number from 0 to 1"))
+    }
+
+    fn ranking(&self) -> Result<Ranking, String> {
+        match self.value.as_str() {
+            Some("banded") => Ok(Ranking::Banded),
+            Some("weighted") => Ok(Ranking::Weighted),
+            Some("relevance_only") => Ok(Ranking::RelevanceOnly),
+            _ => Err(self.bad("\"banded\", \"weighted\" or \"relevance_only\"")),
+        }
+    }
+
+    fn text(&self) -> Result<&'a str, String> {
+        self.value.as_str().ok_or_else(|| self.bad("a string"))
+    }
+}
+
+/// The embedder keys: `embedder = "none" | "local" | "openai"`, `embedder_model_dir` for
+/// local (default: where `scripts/fetch-models` installs the model), `embedder_url` and
+/// `embedder_model` for openai (the key comes from `OPENAI_API_KEY`, never from the file).
+fn embedder(table: &toml::Table) -> Result<Option<EmbedderConfig>, String> {
+    let get = |key: &'static str| -> Result<Option<&str>, String> {
+        table
+            .get(key)
+            .map(|value| Value { key, value }.text())
+            .transpose()
+    };
+    let (dir, url, model) = (
+        get("embedder_model_dir")?,
+        get("embedder_url")?,
+        get("embedder_model")?,
+    );
+    let Some(choice) = table.get("embedder") else {
+        return Ok(None);
+    };
+    let choice = Value {
+        key: "embedder",
+        value: choice,
+    };
+    let accepted = "\"none\", \"local\" or \"openai\"";
+    Ok(Some(match choice.value.as_str() {
+        Some("none") => EmbedderConfig::None,
+        Some("local") => EmbedderConfig::Local {
+            dir: dir
+                .map(PathBuf::from)
+                .or_else(alembic_memory::default_model_dir)
+                .ok_or_else(|| {
+                    "[memory] embedder = \"local\": no model directory; set embedder_model_dir or ALEMBIC_MINILM_DIR"
+                        .to_string()
+                })?,
+        },
+        Some("openai") => EmbedderConfig::OpenAi {
+            base_url: url.unwrap_or(OPENAI_URL).to_string(),
+            api_key: std::env::var("OPENAI_API_KEY").ok(),
+            model: model.unwrap_or(OPENAI_MODEL).to_string(),
+        },
+        _ => return Err(choice.bad(accepted)),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn parse(text: &str) -> Result<MemorySettings, String> {
+        let config = ProjectConfig::parse(text, Some("/p/.alembic/config.toml".into()))
+            .map_err(|e| e.to_string())?;
+        memory_settings(&config).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn no_section_and_the_template_mean_the_defaults() {
+        assert_eq!(parse("").unwrap(), MemorySettings::default());
+        assert_eq!(
+            parse(crate::DEFAULT_CONFIG).unwrap(),
+            MemorySettings::default()
+        );
+    }
+
+    #[test]
+    fn every_key_is_read() {
+        let s = parse(
+            "[memory]\nmax_memories = 50\narchive_days = 10\nforget_days = 20.5\n\
+             weight_recency = 0\nweight_importance = 0.25\nweight_relevance = 0.75\n\
+             recency_half_life_days = 3\nranking = \"weighted\"\n\
+             embedder = \"openai\"\nembedder_url = \"http://localhost:9/v1\"\nembedder_model = \"e5\"\n",
+        )
+        .unwrap();
+        let m = &s.memory;
+        assert_eq!(
+            (m.max_per_scope, m.archive_after_days, m.forget_after_days),
+            (50, 10.0, 20.5)
+        );
+        let r = &m.retrieval;
+        assert_eq!(
+            (
+                r.weight_recency,
+                r.weight_importance,
+                r.weight_relevance,
+                r.recency_half_life_days,
+                r.ranking
+            ),
+            (0.0, 0.25, 0.75, 3.0, Ranking::Weighted)
+        );
+        match s.embedder {
+            Some(EmbedderConfig::OpenAi {
+                base_url, model, ..
+            }) => {
+                assert_eq!(
+                    (base_url.as_str(), model.as_str()),
+                    ("http://localhost:9/v1", "e5")
+                )
+            }
+            other => panic!("expected openai, got {other:?}"),
+        }
+        let local = parse("[memory]\nembedder = \"local\"\nembedder_model_dir = \"/m\"\n").unwrap();
+        assert_eq!(
+            local.embedder,
+            Some(EmbedderConfig::Local { dir: "/m".into() })
+        );
+        assert_eq!(
+            parse("[memory]\nembedder = \"none\"\n").unwrap().embedder,
+            Some(EmbedderConfig::None)
+        );
+    }
+
+    #[test]
+    fn bad_values_name_the_key_and_what_is_accepted() {
+        let cases = [
+            (
+                "[memory]\nmax_memories = \"lots\"\n",
+                "/p/.alembic/config.toml is not valid: [memory] max_memories = \"lots\": accepted a whole number of at least 1",
+            ),
+            (
+                "[memory]\nmax_memories = 0\n",
+                "/p/.alembic/config.toml is not valid: [memory] max_memories = 0: accepted a whole number of at least 1",
+            ),
+            (
+                "[memory]\narchive_days = -1\n",
+                "/p/.alembic/config.toml is not valid: [memory] archive_days = -1: accepted a number of days greater than 0",
+            ),
+            (
+                "[memory]\nweight_recency = 2\n",
+                "/p/.alembic/config.toml is not valid: [memory] weight_recency = 2: accepted a number from 0 to 1",
+            ),
+            (
+                "[memory]\nranking = \"best\"\n",
+                "/p/.alembic/config.toml is not valid: [memory] ranking = \"best\": accepted \"banded\", \"weighted\" or \"relevance_only\"",
+            ),
+            (
+                "[memory]\nembedder = \"bert\"\n",
+                "/p/.alembic/config.toml is not valid: [memory] embedder = \"bert\": accepted \"none\", \"local\" or \"openai\"",
+            ),
+            (
+                "[memory]\nforget_days = 10\n",
+                "/p/.alembic/config.toml is not valid: [memory] forget_days (10) is shorter than archive_days (30); a memory is archived first, then forgotten",
+            ),
+            (
+                "[memory]\nmemories_max = 10\n",
+                "/p/.alembic/config.toml is not valid: [memory] has no setting \"memories_max\"; accepted: max_memories, archive_days, forget_days, weight_recency, weight_importance, weight_relevance, recency_half_life_days, ranking, embedder, embedder_model_dir, embedder_url, embedder_model",
+            ),
+            (
+                "memory = 3\n",
+                "/p/.alembic/config.toml is not valid: [memory] must be a table of settings",
+            ),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(parse(text).unwrap_err(), expected, "{text}");
+        }
+    }
+}
