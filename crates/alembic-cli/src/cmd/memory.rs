@@ -1,8 +1,10 @@
 //! `alembic memory add|search|list|show|forget|gc|stats|export|import`
 //!
-//! Works on the project's persistent memory (`.alembic/alembic.db`). Embeddings: the local
-//! all-MiniLM-L6-v2 is used when `scripts/fetch-models` has installed it (or
-//! `ALEMBIC_MINILM_DIR` points at it); `ALEMBIC_EMBEDDINGS=none` turns embeddings off, and
+//! Works on the project's persistent memory (`.alembic/alembic.db`) with the settings of the
+//! `[memory]` section of `.alembic/config.toml` (capacity, lifetimes, weights, embedder).
+//! Embeddings: `ALEMBIC_EMBEDDINGS` if set, else the section's `embedder` key, else the local
+//! all-MiniLM-L6-v2 when `scripts/fetch-models` has installed it (or `ALEMBIC_MINILM_DIR`
+//! points at it). `ALEMBIC_EMBEDDINGS=none` turns embeddings off, and
 //! `ALEMBIC_EMBEDDINGS=openai` uses `OPENAI_BASE_URL` (default https://api.openai.com/v1),
 //! `OPENAI_API_KEY` and `ALEMBIC_EMBEDDING_MODEL` (default text-embedding-3-small).
 
@@ -10,8 +12,8 @@ use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
 use alembic_memory::{
-    EmbedderConfig, ListFilter, Memory, MemoryConfig, MemorySource, MemoryType, NewMemory,
-    PersistentMemory, RetrieveOptions, Scope, ScoredMemory, build_embedder, default_model_dir,
+    EmbedderConfig, ListFilter, Memory, MemorySource, MemoryType, NewMemory, PersistentMemory,
+    RetrieveOptions, Scope, ScoredMemory, build_embedder, default_model_dir,
 };
 use anyhow::Context;
 use clap::{Args, Subcommand};
@@ -168,9 +170,13 @@ fn usage<T: std::str::FromStr<Err = alembic_memory::MemoryError>>(text: &str) ->
         .map_err(|e: alembic_memory::MemoryError| UsageError(e.to_string()).into())
 }
 
-/// The embedder chosen by `ALEMBIC_EMBEDDINGS` (see the module docs).
-fn embedder_config() -> anyhow::Result<EmbedderConfig> {
-    let choice = std::env::var("ALEMBIC_EMBEDDINGS").unwrap_or_else(|_| "auto".into());
+/// The embedder chosen by `ALEMBIC_EMBEDDINGS`, else by the config file (see the module docs).
+fn embedder_config(configured: Option<EmbedderConfig>) -> anyhow::Result<EmbedderConfig> {
+    let choice = match (std::env::var("ALEMBIC_EMBEDDINGS"), configured) {
+        (Ok(choice), _) => choice,
+        (Err(_), Some(configured)) => return Ok(configured),
+        (Err(_), None) => "auto".into(),
+    };
     let local = default_model_dir().filter(|d| d.join("model.safetensors").is_file());
     Ok(match choice.as_str() {
         "none" => EmbedderConfig::None,
@@ -200,12 +206,15 @@ fn open(project: &ProjectArgs, embed: bool) -> anyhow::Result<PersistentMemory> 
             project.project.display()
         )));
     }
-    let pm = PersistentMemory::open_project(&project.project, MemoryConfig::default())
+    let config = alembic_builtin::ProjectConfig::load(&project.project)?;
+    let settings = alembic_builtin::memory_config::memory_settings(&config)?;
+    let pm = PersistentMemory::open_project(&project.project, settings.memory)
         .with_context(|| format!("cannot open the memory of {}", project.project.display()))?;
     if !embed {
         return Ok(pm);
     }
-    let embedder = build_embedder(&embedder_config()?).context("cannot set up embeddings")?;
+    let embedder =
+        build_embedder(&embedder_config(settings.embedder)?).context("cannot set up embeddings")?;
     Ok(pm.with_embedder(embedder))
 }
 

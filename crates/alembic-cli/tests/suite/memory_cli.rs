@@ -165,3 +165,30 @@ fn export_import_gc_and_usage_errors() {
             .contains("expected a number from 1 to 10")
     );
 }
+
+#[test]
+fn the_memory_section_of_the_config_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    std::fs::create_dir_all(p.join(".alembic")).unwrap();
+    let config = p.join(".alembic/config.toml");
+    std::fs::write(&config, "[memory]\nmax_memories = 1\n").unwrap();
+    memory(p, &["add", "Builds use Bazel remote cache"]).success();
+    memory(p, &["add", "Releases are tagged on Fridays"]).success();
+    let listed = json(&memory(p, &["list", "--json"]).success());
+    let contents: Vec<&str> = listed["memories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(contents, ["Releases are tagged on Fridays"]);
+
+    std::fs::write(&config, "[memory]\nmax_memories = \"many\"\n").unwrap();
+    let err = memory(p, &["list"]).failure();
+    let stderr = String::from_utf8_lossy(&err.get_output().stderr).to_string();
+    assert!(
+        stderr.contains("[memory] max_memories = \"many\": accepted a whole number of at least 1"),
+        "{stderr}"
+    );
+}
