@@ -7,7 +7,7 @@
 //! search stays lexical. The embedder is built on the first semantic search, not when the
 //! runtime opens, so commands that never search do not load a model.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use alembic_code::{CodeEmbedder, CodeService};
@@ -15,10 +15,6 @@ use alembic_memory::{EmbedError, Embedder, EmbedderConfig};
 
 use crate::RuntimeError;
 use crate::config::ProjectConfig;
-
-/// Default OpenAI-compatible endpoint and model for `embedder = "openai"`.
-const OPENAI_URL: &str = "https://api.openai.com/v1";
-const OPENAI_MODEL: &str = "text-embedding-3-small";
 
 /// A memory-crate [`Embedder`] seen as a [`CodeEmbedder`].
 pub struct MemoryCodeEmbedder {
@@ -74,53 +70,14 @@ impl CodeEmbedder for LazyEmbedder {
     }
 }
 
-/// The embedder the `[memory]` section of the project config chooses, if any:
-/// `embedder = "local"` (all-MiniLM-L6-v2 from `embedder_model_dir`, or the default model
-/// directory), `embedder = "openai"` (`embedder_url`, `embedder_model`; the key comes from
-/// `OPENAI_API_KEY`, never from the file), or `"none"` / no key for lexical search.
+/// The embedder the `[memory]` section of the project config chooses, if any (see
+/// [`crate::memory_config`], the one parser of that section): `embedder = "local"`,
+/// `"openai"`, or `"none"` / no key for lexical search.
 pub fn configured_embedder(
     config: &ProjectConfig,
 ) -> Result<Option<Arc<dyn CodeEmbedder>>, RuntimeError> {
-    let section = config.section("memory");
-    let text = |key: &str| section.and_then(|s| s.get(key)).and_then(|v| v.as_str());
-    let choice = match section.and_then(|s| s.get("embedder")) {
-        None => return Ok(None),
-        Some(v) => v.as_str().ok_or_else(|| {
-            invalid(format!(
-                "[memory] embedder: expected a string, got {v}; accepted: \"none\", \"local\", \"openai\""
-            ))
-        })?,
-    };
-    let (config, label) = match choice {
-        "none" => return Ok(None),
-        "local" => {
-            let dir = text("embedder_model_dir")
-                .map(PathBuf::from)
-                .or_else(alembic_memory::default_model_dir)
-                .ok_or_else(|| {
-                    invalid("[memory] embedder = \"local\": no model directory; set embedder_model_dir or ALEMBIC_MINILM_DIR".to_string())
-                })?;
-            (
-                EmbedderConfig::Local { dir },
-                "all-MiniLM-L6-v2".to_string(),
-            )
-        }
-        "openai" => {
-            let model = text("embedder_model").unwrap_or(OPENAI_MODEL).to_string();
-            let config = EmbedderConfig::OpenAi {
-                base_url: text("embedder_url").unwrap_or(OPENAI_URL).to_string(),
-                api_key: std::env::var("OPENAI_API_KEY").ok(),
-                model: model.clone(),
-            };
-            (config, model)
-        }
-        other => {
-            return Err(invalid(format!(
-                "[memory] embedder: {other:?} is not supported; accepted: \"none\", \"local\", \"openai\""
-            )));
-        }
-    };
-    Ok(Some(lazy_embedder(config, label)))
+    let settings = crate::memory_config::memory_settings(config)?;
+    Ok(code_embedder_for(settings.embedder))
 }
 
 /// A code embedder built from `config` on its first use, named `label` until then.
@@ -141,10 +98,6 @@ pub fn code_embedder_for(config: Option<EmbedderConfig>) -> Option<Arc<dyn CodeE
         EmbedderConfig::OpenAi { model, .. } => model.clone(),
     };
     config.map(|c| lazy_embedder(c, label))
-}
-
-fn invalid(message: String) -> RuntimeError {
-    RuntimeError::Setup(message)
 }
 
 /// The code-intelligence service of `root`, ranking semantic search with `embedder` when

@@ -165,6 +165,6 @@ fn the_memory_section_chooses_the_embedder() {
         .unwrap();
     assert_eq!(
         err.to_string(),
-        "[memory] embedder: \"magic\" is not supported; accepted: \"none\", \"local\", \"openai\""
+        "config.toml is not valid: [memory] embedder = \"magic\": accepted \"none\", \"local\" or \"openai\""
     );
 }

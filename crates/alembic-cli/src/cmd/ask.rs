@@ -13,7 +13,7 @@ use alembic_builtin::ProjectRuntime;
 use alembic_llm::{
     ConfigError, ConfigOverrides, ProviderKind, build_provider, load_provider_config,
 };
-use alembic_memory::{MemoryConfig, PersistentMemory};
+use alembic_memory::PersistentMemory;
 use anyhow::Context as _;
 use clap::Args;
 use tokio_util::sync::CancellationToken;
@@ -82,7 +82,9 @@ pub(crate) fn open_agent(
         rt.safety(),
         rt.config.presets.clone(),
     )?;
-    let memory = match PersistentMemory::open_project(&rt.root, MemoryConfig::default()) {
+    // The `[memory]` section (capacity, retention, weights) applies to what the agent keeps.
+    let memory_config = alembic_builtin::memory_config::memory_settings(&rt.config)?.memory;
+    let memory = match PersistentMemory::open_project(&rt.root, memory_config) {
         Ok(store) => Some(Arc::new(SharedMemory::new(store))),
         Err(e) => {
             eprintln!("warning: long-term memory is unavailable ({e}); answering without it");
