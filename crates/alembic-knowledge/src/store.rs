@@ -486,6 +486,77 @@ fn entry_search_text(new: &NewEntry) -> String {
     ])
 }
 
+/// The columns an entry's content fills, as named parameters: insert and update write the
+/// same list, so a new column cannot be stored by one and forgotten by the other.
+struct EntryColumns {
+    title: String,
+    title_norm: String,
+    kind: &'static str,
+    extra: String,
+    tags: String,
+    sources: String,
+    search_text: String,
+}
+
+const ENTRY_COLUMNS: [&str; 16] = [
+    "title",
+    "title_norm",
+    "description",
+    "kind",
+    "knowledge_type",
+    "category",
+    "language",
+    "trigger",
+    "content",
+    "pattern",
+    "rationale",
+    "extra",
+    "tags",
+    "sources",
+    "quality",
+    "search_text",
+];
+
+impl EntryColumns {
+    fn of(new: &NewEntry) -> Self {
+        EntryColumns {
+            title: new.title.trim().to_string(),
+            title_norm: normalise_title(&new.title),
+            kind: kind_of(new).as_str(),
+            extra: json_text(&new.extra),
+            tags: json_text(&new.tags),
+            sources: json_text(&new.sources),
+            search_text: entry_search_text(new),
+        }
+    }
+
+    /// Parameters in the order of [`ENTRY_COLUMNS`], named `:<column>`.
+    fn params<'a>(
+        &'a self,
+        new: &'a NewEntry,
+        quality: &'a Option<f64>,
+    ) -> Vec<(&'static str, &'a dyn rusqlite::ToSql)> {
+        vec![
+            (":title", &self.title as &dyn rusqlite::ToSql),
+            (":title_norm", &self.title_norm),
+            (":description", &new.description),
+            (":kind", &self.kind),
+            (":knowledge_type", &new.knowledge_type),
+            (":category", &new.category),
+            (":language", &new.language),
+            (":trigger", &new.trigger),
+            (":content", &new.content),
+            (":pattern", &new.pattern),
+            (":rationale", &new.rationale),
+            (":extra", &self.extra),
+            (":tags", &self.tags),
+            (":sources", &self.sources),
+            (":quality", quality),
+            (":search_text", &self.search_text),
+        ]
+    }
+}
+
 fn insert_entry(
     conn: &Connection,
     id: &str,
@@ -495,33 +566,23 @@ fn insert_entry(
     quality: Option<f64>,
     now: i64,
 ) -> Result<(), KnowledgeError> {
+    let columns = EntryColumns::of(new);
+    let mut params = columns.params(new, &quality);
+    let status = status.as_str();
+    params.extend([
+        (":id", &id as &dyn rusqlite::ToSql),
+        (":status", &status),
+        (":by", &by),
+        (":now", &now),
+    ]);
+    let names = ENTRY_COLUMNS.join(", ");
+    let values = ENTRY_COLUMNS.map(|c| format!(":{c}")).join(", ");
     conn.execute(
-        "insert into knowledge_entries (id, title, title_norm, description, kind, knowledge_type, \
-         category, language, trigger, content, pattern, rationale, extra, tags, sources, quality, \
-         status, created_by, created_at, updated_at, search_text) values \
-         (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?19, ?20)",
-        params![
-            id,
-            new.title.trim(),
-            normalise_title(&new.title),
-            new.description,
-            kind_of(new).as_str(),
-            new.knowledge_type,
-            new.category,
-            new.language,
-            new.trigger,
-            new.content,
-            new.pattern,
-            new.rationale,
-            json_text(&new.extra),
-            json_text(&new.tags),
-            json_text(&new.sources),
-            quality,
-            status.as_str(),
-            by,
-            now,
-            entry_search_text(new),
-        ],
+        &format!(
+            "insert into knowledge_entries (id, {names}, status, created_by, created_at, \
+             updated_at) values (:id, {values}, :status, :by, :now, :now)"
+        ),
+        params.as_slice(),
     )?;
     Ok(())
 }
@@ -533,31 +594,13 @@ fn update_entry(
     quality: Option<f64>,
     now: i64,
 ) -> Result<(), KnowledgeError> {
+    let columns = EntryColumns::of(new);
+    let mut params = columns.params(new, &quality);
+    params.extend([(":id", &id as &dyn rusqlite::ToSql), (":now", &now)]);
+    let sets = ENTRY_COLUMNS.map(|c| format!("{c} = :{c}")).join(", ");
     conn.execute(
-        "update knowledge_entries set title = ?2, title_norm = ?3, description = ?4, kind = ?5, \
-         knowledge_type = ?6, category = ?7, language = ?8, trigger = ?9, content = ?10, \
-         pattern = ?11, rationale = ?12, extra = ?13, tags = ?14, sources = ?15, quality = ?16, \
-         updated_at = ?17, search_text = ?18 where id = ?1",
-        params![
-            id,
-            new.title.trim(),
-            normalise_title(&new.title),
-            new.description,
-            kind_of(new).as_str(),
-            new.knowledge_type,
-            new.category,
-            new.language,
-            new.trigger,
-            new.content,
-            new.pattern,
-            new.rationale,
-            json_text(&new.extra),
-            json_text(&new.tags),
-            json_text(&new.sources),
-            quality,
-            now,
-            entry_search_text(new),
-        ],
+        &format!("update knowledge_entries set {sets}, updated_at = :now where id = :id"),
+        params.as_slice(),
     )?;
     Ok(())
 }
