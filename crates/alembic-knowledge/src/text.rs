@@ -4,10 +4,7 @@
 
 use std::collections::BTreeSet;
 
-fn is_cjk(c: char) -> bool {
-    matches!(c as u32,
-        0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xAC00..=0xD7AF | 0xF900..=0xFAFF)
-}
+use alembic_tokens::is_cjk_letter as is_cjk;
 
 /// Words of `text`: lower-cased alphanumeric runs, with CJK runs split into unigrams and
 /// bigrams. Identifiers are also split at camelCase and snake_case boundaries.
@@ -129,6 +126,12 @@ mod tests {
             tokens("URLSession 重试"),
             vec!["url", "session", "urlsession", "重", "重试", "试"]
         );
+    }
+
+    #[test]
+    fn rare_ideographs_are_split_like_common_ones() {
+        // CJK extension B (U+20000…) was once missing here: such a run stayed one word.
+        assert_eq!(tokens("𠀀𠀁"), vec!["𠀀", "𠀀𠀁", "𠀁"]);
     }
 
     #[test]

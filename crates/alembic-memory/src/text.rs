@@ -9,12 +9,8 @@
 
 use std::collections::HashSet;
 
-/// True for characters that we segment into unigrams and bigrams.
-pub fn is_cjk(c: char) -> bool {
-    matches!(c as u32,
-        0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xAC00..=0xD7AF
-        | 0xF900..=0xFAFF | 0x20000..=0x2FA1F)
-}
+/// Characters that we segment into unigrams and bigrams (one definition for every index).
+pub use alembic_tokens::is_cjk_letter as is_cjk;
 
 /// Splits text into maximal runs that are either all-CJK or all-other.
 fn runs(text: &str) -> Vec<(bool, String)> {

@@ -29,14 +29,24 @@ use tiktoken_rs::tokenizer::Tokenizer;
 /// punctuation block U+3000–U+303F. Text in Ext-A, kana, Hangul or full-width forms costs
 /// about as much per character in BPE vocabularies, so those ranges are included as well.
 pub fn is_cjk(c: char) -> bool {
+    is_cjk_letter(c)
+        || matches!(c as u32,
+            0x3000..=0x303F   // CJK symbols and punctuation
+            | 0xFF00..=0xFFEF) // half-width and full-width forms
+}
+
+/// Whether a character is a letter of a CJK script, written without spaces between words.
+///
+/// Full-text indexes (memory, knowledge) split runs of these into unigrams and bigrams,
+/// because FTS5's unicode61 tokenizer would keep a whole run as one word. Punctuation and
+/// full-width forms are not letters and are left out, unlike in [`is_cjk`].
+pub fn is_cjk_letter(c: char) -> bool {
     matches!(c as u32,
-        0x3000..=0x303F   // CJK symbols and punctuation
-        | 0x3040..=0x30FF // hiragana, katakana
+        0x3040..=0x30FF   // hiragana, katakana
         | 0x3400..=0x4DBF // CJK extension A
         | 0x4E00..=0x9FFF // CJK unified ideographs
         | 0xAC00..=0xD7AF // Hangul syllables
         | 0xF900..=0xFAFF // CJK compatibility ideographs
-        | 0xFF00..=0xFFEF // half-width and full-width forms
         | 0x20000..=0x2FA1F) // CJK extensions B..F and supplement
 }
 
@@ -148,6 +158,17 @@ impl TokenCounter {
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
+
+    #[test]
+    fn letters_are_the_cjk_characters_without_punctuation() {
+        for c in ['中', 'か', '한', '𠀀'] {
+            assert!(is_cjk_letter(c) && is_cjk(c), "{c}");
+        }
+        for c in ['。', '，', 'Ａ'] {
+            assert!(is_cjk(c) && !is_cjk_letter(c), "{c}");
+        }
+        assert!(!is_cjk('a') && !is_cjk_letter('a'));
+    }
 
     #[test]
     fn estimate_counts_cjk_as_half_and_others_as_quarter() {
