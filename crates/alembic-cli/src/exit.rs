@@ -51,7 +51,7 @@ pub fn report(result: anyhow::Result<Exit>) -> i32 {
 
 /// Errors that are the user's input rather than a failure: a missing project, a bad config.
 fn is_usage(err: &anyhow::Error) -> bool {
-    use alembic_builtin::RuntimeError as R;
+    use alembic_runtime::RuntimeError as R;
     err.downcast_ref::<UsageError>().is_some()
         || matches!(
             err.downcast_ref::<R>(),

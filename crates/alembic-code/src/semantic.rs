@@ -17,7 +17,7 @@ const EMBED_BATCH: usize = 64;
 const BM25_K1: f32 = 1.2;
 const BM25_B: f32 = 0.75;
 
-/// Turns texts into vectors. `alembic-builtin` adapts the memory crate's `Embedder` to this
+/// Turns texts into vectors. `alembic-runtime` adapts the memory crate's `Embedder` to this
 /// trait (this crate does not depend on the memory crate).
 pub trait CodeEmbedder: Send + Sync {
     fn model_id(&self) -> &str;

@@ -14,7 +14,7 @@
 //!
 //! Forged tools live in a [`TemporaryToolRegistry`] (TTL, default 30 minutes) over the main
 //! registry and never replace a tool they did not create. [`store`] saves them under
-//! `.alembic/tools/` (loaded at start by `alembic-builtin`) and promotes them to skills.
+//! `.alembic/tools/` (loaded at start by `alembic-runtime`) and promotes them to skills.
 //!
 //! ```
 //! use std::sync::Arc;

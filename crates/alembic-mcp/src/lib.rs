@@ -23,7 +23,7 @@
 //! ```no_run
 //! # async fn run() -> Result<(), alembic_mcp::McpError> {
 //! use std::sync::Arc;
-//! let runtime = alembic_builtin::ProjectRuntime::open(std::path::Path::new("."))
+//! let runtime = alembic_runtime::ProjectRuntime::open(std::path::Path::new("."))
 //!     .map_err(|e| alembic_mcp::McpError::Setup(e.to_string()))?;
 //! let server = alembic_mcp::AlembicServer::new(Arc::new(runtime), Some("ide"))?;
 //! alembic_mcp::serve_stdio(server).await

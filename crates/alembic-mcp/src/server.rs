@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use alembic_builtin::ProjectRuntime;
+use alembic_runtime::ProjectRuntime;
 use alembic_tools::{Allowlist, Caller, Pipeline, ToolCall, ToolEvent, ToolEventKind};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,

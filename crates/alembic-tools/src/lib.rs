@@ -36,6 +36,7 @@ pub mod meta;
 pub mod pipeline;
 pub mod redact;
 pub mod registry;
+pub mod typed;
 
 pub use args::{ArgumentError, ArgumentErrors, Coercion, PARAM_ALIASES, Rename, RenameRule};
 pub use audit::{
@@ -55,6 +56,10 @@ pub use pipeline::{
     SafetyCheck, SafetyDecision, SafetyGate, ToolCall, ToolMetadata, ToolOutcome, trusted_caller,
 };
 pub use registry::{RegisteredTool, RegistryError, ToolRegistry, is_snake_case};
+pub use typed::{ToolArgs, TypedTool, args_schema, parse_args};
+
+/// Re-exported so that argument structs derive `JsonSchema` without a direct dependency.
+pub use schemars;
 
 /// Re-exported so that middleware implementations need not depend on async-trait themselves.
 pub use async_trait::async_trait;

@@ -9,7 +9,7 @@ use alembic_agent::{
     AgentError, AgentEvent, AgentOptions, AgentPreset, AgentRuntime, AgentTools, RunReport,
     RunRequest, SharedMemory,
 };
-use alembic_builtin::ProjectRuntime;
+use alembic_runtime::ProjectRuntime;
 use alembic_llm::{
     ConfigError, ConfigOverrides, ProviderKind, build_provider, load_provider_config,
 };
@@ -83,7 +83,7 @@ pub(crate) fn open_agent(
         rt.config.presets.clone(),
     )?;
     // The `[memory]` section (capacity, retention, weights) applies to what the agent keeps.
-    let memory_config = alembic_builtin::memory_config::memory_settings(&rt.config)?.memory;
+    let memory_config = alembic_runtime::memory_config::memory_settings(&rt.config)?.memory;
     let memory = match PersistentMemory::open_project(&rt.root, memory_config) {
         Ok(store) => Some(Arc::new(SharedMemory::new(store))),
         Err(e) => {

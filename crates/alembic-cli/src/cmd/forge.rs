@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use alembic_builtin::ProjectRuntime;
+use alembic_runtime::ProjectRuntime;
 use alembic_forge::generate::{
     GenerateRequest, generate_enabled_here, generate_verified, pipeline_bridge,
 };

@@ -27,14 +27,14 @@ pub fn run(args: InitArgs) -> CmdResult {
     }
     let dir = root.join(alembic_store::STATE_DIR);
     fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let config = alembic_builtin::ProjectConfig::path_for(root);
+    let config = alembic_runtime::ProjectConfig::path_for(root);
     if config.exists() && !args.force {
         println!(
             "{} already exists (use --force to rewrite it)",
             config.display()
         );
     } else {
-        fs::write(&config, alembic_builtin::DEFAULT_CONFIG)
+        fs::write(&config, alembic_runtime::DEFAULT_CONFIG)
             .with_context(|| format!("cannot write {}", config.display()))?;
         println!("wrote {}", config.display());
     }

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use alembic_builtin::ProjectRuntime;
+use alembic_runtime::ProjectRuntime;
 use alembic_mcp::{AlembicServer, HttpEndpoint, MCP_PATH, parse_bind_addr};
 use anyhow::Context;
 use clap::Args;

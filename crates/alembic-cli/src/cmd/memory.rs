@@ -206,8 +206,8 @@ fn open(project: &ProjectArgs, embed: bool) -> anyhow::Result<PersistentMemory> 
             project.project.display()
         )));
     }
-    let config = alembic_builtin::ProjectConfig::load(&project.project)?;
-    let settings = alembic_builtin::memory_config::memory_settings(&config)?;
+    let config = alembic_runtime::ProjectConfig::load(&project.project)?;
+    let settings = alembic_runtime::memory_config::memory_settings(&config)?;
     let pm = PersistentMemory::open_project(&project.project, settings.memory)
         .with_context(|| format!("cannot open the memory of {}", project.project.display()))?;
     if !embed {

@@ -1,6 +1,6 @@
 //! `alembic tools list|schema|call`
 
-use alembic_builtin::ProjectRuntime;
+use alembic_runtime::ProjectRuntime;
 use alembic_tools::{Allowlist, ToolCall, ToolDefinition};
 use anyhow::Context;
 use clap::{Args, Subcommand};

@@ -4,7 +4,7 @@
 //! same rules.
 //!
 //! ```no_run
-//! use alembic_builtin::ProjectRuntime;
+//! use alembic_runtime::ProjectRuntime;
 //! let rt = ProjectRuntime::open(std::path::Path::new(".")).unwrap();
 //! let caller = rt.caller("cli", Some("chat")).unwrap();
 //! let pipeline = rt.pipeline();

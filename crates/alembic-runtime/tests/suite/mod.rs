@@ -1,2 +1,3 @@
 mod code_embedder;
 mod memory_config;
+mod tool_schemas;

@@ -7,7 +7,7 @@
 //! say which key was wrong and which values are accepted.
 //!
 //! ```
-//! use alembic_builtin::{ProjectConfig, memory_config::memory_settings};
+//! use alembic_runtime::{ProjectConfig, memory_config::memory_settings};
 //! let config = ProjectConfig::parse("[memory]\nmax_memories = 50\n", None).unwrap();
 //! assert_eq!(memory_settings(&config).unwrap().memory.max_per_scope, 50);
 //! ```

@@ -1,11 +1,11 @@
 //! `semantic_search_code` through the built-in registry and the pipeline, with the memory
-//! crate's embedder adapted by `alembic_builtin::code_embedder`.
+//! crate's embedder adapted by `alembic_runtime::code_embedder`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use alembic_builtin::code_embedder::{MemoryCodeEmbedder, code_service, configured_embedder};
-use alembic_builtin::{ProjectConfig, register_builtin_tools};
+use alembic_runtime::code_embedder::{MemoryCodeEmbedder, code_service, configured_embedder};
+use alembic_runtime::{ProjectConfig, register_builtin_tools};
 use alembic_code::CodeEmbedder;
 use alembic_memory::{EmbedError, Embedder};
 use alembic_tools::{Allowlist, Caller, Pipeline, Services, ToolCall, ToolRegistry};
