@@ -81,8 +81,9 @@ impl MemoryService {
         service
     }
 
-    /// Runs `f` with the store, opening it first if needed.
-    fn with<T>(
+    /// Runs `f` with the store, opening it first if needed. The tools, the CLI's reads and the
+    /// agent loop all share this one store.
+    pub fn with_store<T>(
         &self,
         f: impl FnOnce(&mut PersistentMemory) -> Result<T, MemoryError>,
     ) -> Result<T, ToolError> {
@@ -131,7 +132,7 @@ fn recall_tool() -> ToolDefinition {
                 kind: memory_type(&args)?,
                 ..RetrieveOptions::default()
             };
-            let hits = service(&ctx)?.with(|m| m.retrieve(&query, &options))?;
+            let hits = service(&ctx)?.with_store(|m| m.retrieve(&query, &options))?;
             Ok(recall_output(&query, &hits))
         }),
     )
@@ -208,7 +209,8 @@ fn remember_tool() -> ToolDefinition {
                 .with_importance(args["importance"].as_f64().unwrap_or(5.0).clamp(1.0, 10.0))
                 .with_source(MemorySource::User)
                 .with_provenance(ctx.caller.id.clone());
-            let stats = service(&ctx)?.with(|m| m.consolidate(std::slice::from_ref(&candidate)))?;
+            let stats =
+                service(&ctx)?.with_store(|m| m.consolidate(std::slice::from_ref(&candidate)))?;
             remember_output(&stats)
         }),
     )
@@ -246,7 +248,7 @@ fn forget_tool() -> ToolDefinition {
         EffectClass::WritesMemory,
         handler_fn(|args, ctx| async move {
             let id = args["id"].as_str().unwrap_or_default().to_string();
-            if !service(&ctx)?.with(|m| m.forget(&id))? {
+            if !service(&ctx)?.with_store(|m| m.forget(&id))? {
                 return Err(ToolError::NotFound(format!("no memory with id \"{id}\"")));
             }
             Ok(ToolOutput::new(

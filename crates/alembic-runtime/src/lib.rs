@@ -21,10 +21,13 @@ use std::time::Duration;
 
 use alembic_tools::{
     AuditError, AuditLog, Caller, Pipeline, PresetError, RegistryError, SafetyCheck, Services,
-    ToolRegistry,
+    ToolOutcome, ToolRegistry,
 };
 
 pub use config::{ConfigError, DEFAULT_CONFIG, ProjectConfig};
+
+/// The caller id of the CLI's state-changing commands in the audit log.
+pub const CLI_CALLER: &str = "cli";
 
 #[derive(Debug, thiserror::Error)]
 pub enum RuntimeError {
@@ -47,7 +50,7 @@ pub struct ProjectRuntime {
     pub root: PathBuf,
     pub config: ProjectConfig,
     pub registry: Arc<ToolRegistry>,
-    services: Services,
+    services: ProjectServices,
     safety: Arc<dyn SafetyCheck>,
     audit: Option<Arc<AuditLog>>,
     forged_tools: Vec<String>,
@@ -61,8 +64,68 @@ impl std::fmt::Debug for ProjectRuntime {
     }
 }
 
-/// Registers every built-in tool. Each domain crate owns its tools; this is the one list.
-pub fn register_builtin_tools(registry: &ToolRegistry) -> Result<(), RegistryError> {
+/// Typed handles to one project's services. Each tool is registered with the handle it needs,
+/// so a missing service is a registration error, never a lookup that fails at call time.
+#[derive(Clone)]
+pub struct ProjectServices {
+    /// Code index, graph and search; hybrid semantic search when `[memory] embedder` is set.
+    pub code: Arc<alembic_code::CodeService>,
+    /// Persistent memory with the `[memory]` settings; opens `.alembic/alembic.db` on first use.
+    pub memory: Arc<alembic_memory::tools::MemoryService>,
+    /// The knowledge base; opens `.alembic/alembic.db` on first use.
+    pub knowledge: Arc<alembic_knowledge::KnowledgeService>,
+    /// PathGuard and command policy from the project's config.
+    pub safety: Arc<alembic_safety::tools::SafetyServices>,
+    /// Where agent runs attach their working memory (note_finding and friends find it here).
+    pub loops: Arc<alembic_context::LoopDirectory>,
+}
+
+impl std::fmt::Debug for ProjectServices {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProjectServices").finish_non_exhaustive()
+    }
+}
+
+impl ProjectServices {
+    /// Builds every service of the project at `root` (an absolute directory) from `config`.
+    /// Nothing is written: stores open on first use.
+    pub fn for_project(root: &Path, config: &ProjectConfig) -> Result<Self, RuntimeError> {
+        let code_embedder = code_embedder::configured_embedder(config)?;
+        let memory = memory_config::memory_settings(config)?;
+        Ok(ProjectServices {
+            code: Arc::new(code_embedder::code_service(root, code_embedder)?),
+            memory: Arc::new(
+                alembic_memory::tools::MemoryService::for_project(root, memory.memory)
+                    .with_embedder_config(memory.embedder.unwrap_or_default()),
+            ),
+            knowledge: Arc::new(alembic_knowledge::KnowledgeService::for_project(root)),
+            safety: Arc::new(
+                alembic_safety::tools::SafetyServices::for_root(root)
+                    .map_err(RuntimeError::Setup)?,
+            ),
+            loops: Arc::new(alembic_context::LoopDirectory::default()),
+        })
+    }
+
+    /// The same handles as a type map, for handlers that still look their state up.
+    fn as_type_map(&self) -> Services {
+        Services::builder()
+            .insert(Arc::clone(&self.code))
+            .insert(Arc::clone(&self.memory))
+            .insert(Arc::clone(&self.knowledge))
+            .insert(Arc::clone(&self.safety))
+            .insert(Arc::clone(&self.loops))
+            .build()
+    }
+}
+
+/// Registers every built-in tool, each with the service it needs. Each domain crate owns its
+/// tools; this is the one list.
+pub fn register_builtin_tools(
+    registry: &ToolRegistry,
+    services: &ProjectServices,
+) -> Result<(), RegistryError> {
+    let _ = services;
     alembic_tools::meta::register_tools(registry)?;
     alembic_code::register_tools(registry)?;
     alembic_safety::register_tools(registry)?;
@@ -72,38 +135,16 @@ pub fn register_builtin_tools(registry: &ToolRegistry) -> Result<(), RegistryErr
     Ok(())
 }
 
-/// Shared state handed to tool handlers. Each domain crate adds what its tools need.
-fn build_services(root: &Path, config: &ProjectConfig) -> Result<Services, RuntimeError> {
-    let mut builder = Services::builder();
-    // Code intelligence; `semantic_search_code` is hybrid when the config chooses an embedder.
-    let code_embedder = code_embedder::configured_embedder(config)?;
-    builder.add(Arc::new(code_embedder::code_service(root, code_embedder)?));
-    // Agent runs attach their working memory here; the memory tools (note_finding…) find it.
-    builder.add(Arc::new(alembic_context::LoopDirectory::default()));
-    // The memory tools' store, with the `[memory]` settings; it opens .alembic/alembic.db
-    // on first use, not here. Without an `embedder` key the tools are lexical.
-    let memory = memory_config::memory_settings(config)?;
-    builder.add(Arc::new(
-        alembic_memory::tools::MemoryService::for_project(root, memory.memory)
-            .with_embedder_config(memory.embedder.unwrap_or_default()),
-    ));
-    // The knowledge base (candidates, recipes, guard runs); opens .alembic/alembic.db on first use.
-    builder.add(Arc::new(alembic_knowledge::KnowledgeService::for_project(
-        root,
-    )));
-    Ok(builder.build())
-}
-
 impl ProjectRuntime {
     /// Opens a project for inspection only: no audit log is opened and nothing is written.
     pub fn inspect(root: &Path) -> Result<Self, RuntimeError> {
         let root = project_root(root)?;
         let config = ProjectConfig::load(&root)?;
+        let services = ProjectServices::for_project(&root, &config)?;
         let registry = Arc::new(ToolRegistry::new());
-        register_builtin_tools(&registry)?;
+        register_builtin_tools(&registry, &services)?;
         let forged = load_forged_tools(&registry, &root, &config);
         let forged_tools = forged.saved.into_iter().chain(forged.temporary).collect();
-        let services = build_services(&root, &config)?;
         let safety =
             alembic_safety::PolicySafetyCheck::for_root(&root).map_err(RuntimeError::Setup)?;
         Ok(ProjectRuntime {
@@ -150,7 +191,7 @@ impl ProjectRuntime {
     /// The builder, for callers that add their own middlewares (the agent loop, MCP).
     pub fn pipeline_builder(&self) -> alembic_tools::PipelineBuilder {
         let mut b = Pipeline::builder(Arc::clone(&self.registry), self.root.clone())
-            .services(self.services.clone())
+            .services(self.services.as_type_map())
             .safety(Arc::clone(&self.safety));
         if let Some(secs) = self.config.tools.timeout_secs {
             b = b.default_timeout(Duration::from_secs(secs.max(1)));
@@ -163,12 +204,28 @@ impl ProjectRuntime {
 
     /// The directory agent runs attach their working memory to (a service of every pipeline).
     pub fn loop_directory(&self) -> Option<Arc<alembic_context::LoopDirectory>> {
-        self.services.get::<alembic_context::LoopDirectory>()
+        Some(Arc::clone(&self.services.loops))
+    }
+
+    /// Typed handles to the project's services.
+    pub fn services(&self) -> &ProjectServices {
+        &self.services
     }
 
     /// The project's safety policy, for callers that wrap it (the agent runtime).
     pub fn safety(&self) -> Arc<dyn SafetyCheck> {
         Arc::clone(&self.safety)
+    }
+
+    /// Runs `tool` for the person at the command line: caller [`CLI_CALLER`], every registered
+    /// tool allowed (a person is the reviewer who may approve, publish or forget), through the
+    /// whole pipeline, so the change is validated, policy-checked and audited like an agent's
+    /// call. The CLI's state-changing commands go through here; reads may use the services.
+    pub async fn call_as_cli(&self, tool: &str, args: serde_json::Value) -> ToolOutcome {
+        let caller = Caller::new(CLI_CALLER, alembic_tools::Allowlist::All);
+        self.pipeline()
+            .execute(alembic_tools::ToolCall::new(tool, args, caller))
+            .await
     }
 
     /// Waits until every audit record written so far is on disk.

@@ -404,7 +404,10 @@ mod tests {
         )
         .timeout(Duration::from_secs(3))
         .blocking(40_i64, |base, args| {
-            Ok(ToolOutput::new(Value::Null, (base + args.max_lines).to_string()))
+            Ok(ToolOutput::new(
+                Value::Null,
+                (base + args.max_lines).to_string(),
+            ))
         });
         assert_eq!(def.timeout, Some(Duration::from_secs(3)));
         let pipeline = pipeline_with(def);

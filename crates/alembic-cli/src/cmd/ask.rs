@@ -9,11 +9,11 @@ use alembic_agent::{
     AgentError, AgentEvent, AgentOptions, AgentPreset, AgentRuntime, AgentTools, RunReport,
     RunRequest, SharedMemory,
 };
-use alembic_runtime::ProjectRuntime;
 use alembic_llm::{
     ConfigError, ConfigOverrides, ProviderKind, build_provider, load_provider_config,
 };
 use alembic_memory::PersistentMemory;
+use alembic_runtime::ProjectRuntime;
 use anyhow::Context as _;
 use clap::Args;
 use tokio_util::sync::CancellationToken;

@@ -7,7 +7,6 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use alembic_runtime::ProjectRuntime;
 use alembic_forge::generate::{
     GenerateRequest, generate_enabled_here, generate_verified, pipeline_bridge,
 };
@@ -16,6 +15,7 @@ use alembic_forge::sandbox::SandboxLimits;
 use alembic_forge::skill::{SkillExample, built_in_examples, write_skill};
 use alembic_forge::store::{Lifetime, SavedTool, ToolStore};
 use alembic_forge::{AliasSpec, Clock, CompositionSpec, LlmCodeGenerator, SystemClock};
+use alembic_runtime::ProjectRuntime;
 use alembic_tools::{Allowlist, ToolCall};
 use anyhow::Context;
 use clap::{Args, Subcommand};

@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use alembic_runtime::ProjectRuntime;
 use alembic_mcp::{AlembicServer, HttpEndpoint, MCP_PATH, parse_bind_addr};
+use alembic_runtime::ProjectRuntime;
 use anyhow::Context;
 use clap::Args;
 use tokio_util::sync::CancellationToken;

@@ -4,10 +4,10 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use alembic_runtime::code_embedder::{MemoryCodeEmbedder, code_service, configured_embedder};
-use alembic_runtime::{ProjectConfig, register_builtin_tools};
 use alembic_code::CodeEmbedder;
 use alembic_memory::{EmbedError, Embedder};
+use alembic_runtime::code_embedder::{MemoryCodeEmbedder, code_service, configured_embedder};
+use alembic_runtime::{ProjectConfig, ProjectServices, register_builtin_tools};
 use alembic_tools::{Allowlist, Caller, Pipeline, Services, ToolCall, ToolRegistry};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -65,14 +65,18 @@ fn project() -> tempfile::TempDir {
 
 fn search(embedder: Option<Arc<ConceptEmbedder>>, query: &str) -> Value {
     let dir = project();
-    let registry = Arc::new(ToolRegistry::new());
-    register_builtin_tools(&registry).unwrap();
+    let root = std::path::absolute(dir.path()).unwrap();
     let code_embedder =
         embedder.map(|e| Arc::new(MemoryCodeEmbedder::new(e)) as Arc<dyn CodeEmbedder>);
-    let mut services = Services::builder();
-    services.add(Arc::new(code_service(dir.path(), code_embedder).unwrap()));
-    let pipeline = Pipeline::builder(registry, dir.path())
-        .services(services.build())
+    let mut services =
+        ProjectServices::for_project(&root, &ProjectConfig::load(&root).unwrap()).unwrap();
+    services.code = Arc::new(code_service(&root, code_embedder).unwrap());
+    let registry = Arc::new(ToolRegistry::new());
+    register_builtin_tools(&registry, &services).unwrap();
+    let mut type_map = Services::builder();
+    type_map.add(Arc::clone(&services.code));
+    let pipeline = Pipeline::builder(registry, &root)
+        .services(type_map.build())
         .build();
     let caller = Caller::new("test", Allowlist::only(["semantic_search_code"]));
     let call = ToolCall::new("semantic_search_code", json!({"query": query}), caller);

@@ -1,8 +1,8 @@
 //! The `[memory]` section of `.alembic/config.toml` reaches the memory tools of a
 //! [`ProjectRuntime`], and a bad value stops the runtime with a message naming the key.
 
-use alembic_runtime::ProjectRuntime;
 use alembic_memory::{ListFilter, MemoryConfig, PersistentMemory};
+use alembic_runtime::ProjectRuntime;
 use alembic_tools::ToolCall;
 use pretty_assertions::assert_eq;
 use serde_json::json;

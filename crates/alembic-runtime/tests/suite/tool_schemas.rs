@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use alembic_runtime::register_builtin_tools;
+use alembic_runtime::{ProjectConfig, ProjectServices, register_builtin_tools};
 use alembic_tools::{Allowlist, ToolRegistry};
 use serde_json::Value;
 
@@ -24,8 +24,12 @@ fn sorted(value: &Value) -> Value {
 
 #[test]
 fn every_builtin_tool_schema_is_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::path::absolute(dir.path()).unwrap();
+    let services =
+        ProjectServices::for_project(&root, &ProjectConfig::load(&root).unwrap()).unwrap();
     let registry = ToolRegistry::new();
-    register_builtin_tools(&registry).unwrap();
+    register_builtin_tools(&registry, &services).unwrap();
     let mut text = String::new();
     for def in registry.definitions(&Allowlist::All) {
         text.push_str(&format!(
