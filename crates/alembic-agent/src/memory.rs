@@ -1,13 +1,15 @@
 //! Long-term memory as the agent uses it: recall for the static prompt (through the
 //! coordinator's [`PersistentRecall`]) and consolidation of what a run found worth keeping.
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 
 use alembic_context::{Finding, PersistentRecall, RecalledMemory};
+use alembic_memory::tools::MemoryService;
 use alembic_memory::{
     ConsolidateStats, ListFilter, MemoryError, MemorySource, MemoryType, NewMemory,
     PersistentMemory, RetrieveOptions,
 };
+use alembic_tools::ToolError;
 
 /// Findings below this importance stay in the run's working memory only.
 pub const DEFAULT_KEEP_IMPORTANCE: u8 = 7;
@@ -16,37 +18,46 @@ const ANSWER_FACT_IMPORTANCE: f64 = 5.0;
 /// Longest answer sentence kept as a fact (characters).
 const ANSWER_FACT_MAX_CHARS: usize = 240;
 
-/// A project's [`PersistentMemory`] shared by the coordinator (reads) and the runtime (writes).
+/// A project's persistent memory as the agent uses it: the coordinator reads it, the runtime
+/// consolidates into it. It is the project's one [`MemoryService`], the same store (and
+/// embedder) the memory tools and the CLI use.
 #[derive(Debug)]
 pub struct SharedMemory {
-    store: Mutex<PersistentMemory>,
+    service: Arc<MemoryService>,
 }
 
 impl SharedMemory {
-    pub fn new(store: PersistentMemory) -> SharedMemory {
-        SharedMemory {
-            store: Mutex::new(store),
-        }
+    /// The agent's view of the project's memory service.
+    pub fn new(service: Arc<MemoryService>) -> SharedMemory {
+        SharedMemory { service }
     }
 
-    /// The store, for callers that need more than recall and consolidation (`/memory`).
-    pub fn lock(&self) -> MutexGuard<'_, PersistentMemory> {
-        self.store.lock().unwrap_or_else(PoisonError::into_inner)
+    /// Over an already open store (tests, embedders without a project).
+    pub fn from_store(store: PersistentMemory) -> SharedMemory {
+        SharedMemory::new(Arc::new(MemoryService::from_store(store)))
+    }
+
+    /// Runs `f` with the store, for callers that need more than recall and consolidation
+    /// (`/memory`). Fails when the store cannot be opened.
+    pub fn with_store<T>(
+        &self,
+        f: impl FnOnce(&mut PersistentMemory) -> Result<T, MemoryError>,
+    ) -> Result<T, ToolError> {
+        self.service.with_store(f)
     }
 
     /// Consolidates `candidates` (update / merge / add by similarity, see alembic-memory).
-    pub fn consolidate(&self, candidates: &[NewMemory]) -> Result<ConsolidateStats, MemoryError> {
+    pub fn consolidate(&self, candidates: &[NewMemory]) -> Result<ConsolidateStats, ToolError> {
         if candidates.is_empty() {
             return Ok(ConsolidateStats::default());
         }
-        self.lock().consolidate(candidates)
+        self.with_store(|m| m.consolidate(candidates))
     }
 }
 
 impl PersistentRecall for SharedMemory {
     fn recall(&self, query: Option<&str>, limit: usize) -> Vec<RecalledMemory> {
-        let mut store = self.lock();
-        let memories = match query.filter(|q| !q.trim().is_empty()) {
+        let memories = self.with_store(|store| match query.filter(|q| !q.trim().is_empty()) {
             Some(q) => {
                 let options = RetrieveOptions {
                     limit,
@@ -60,7 +71,7 @@ impl PersistentRecall for SharedMemory {
                 limit: Some(limit),
                 ..ListFilter::default()
             }),
-        };
+        });
         // Recall feeds a prompt: a broken store means "nothing remembered", not a failed run.
         match memories {
             Ok(found) => found

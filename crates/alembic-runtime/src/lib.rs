@@ -41,6 +41,8 @@ pub enum RuntimeError {
     Audit(#[from] AuditError),
     #[error("cannot register built-in tools: {0}")]
     Registry(#[from] RegistryError),
+    #[error("cannot set up the agent: {0}")]
+    Agent(#[from] alembic_agent::AgentError),
     #[error("{0}")]
     Setup(String),
 }
@@ -226,6 +228,29 @@ impl ProjectRuntime {
         self.pipeline()
             .execute(alembic_tools::ToolCall::new(tool, args, caller))
             .await
+    }
+
+    /// The agent for this project: `provider` as its model, a pipeline with the project's
+    /// policy, audit log and the working-memory middlewares, and the project's one persistent
+    /// memory (the store the memory tools and the CLI use, with the `[memory]` settings).
+    pub fn agent(
+        &self,
+        provider: Arc<dyn alembic_llm::LlmProvider>,
+        options: alembic_agent::AgentOptions,
+    ) -> Result<alembic_agent::AgentRuntime, RuntimeError> {
+        let tools = alembic_agent::AgentTools::build(
+            self.pipeline_builder(),
+            Arc::clone(&self.services.loops),
+            self.safety(),
+            self.config.presets.clone(),
+        )?;
+        let memory = alembic_agent::SharedMemory::new(Arc::clone(&self.services.memory));
+        Ok(alembic_agent::AgentRuntime::new(
+            provider,
+            tools,
+            Some(Arc::new(memory)),
+            options,
+        ))
     }
 
     /// Waits until every audit record written so far is on disk.

@@ -66,7 +66,9 @@ async fn the_second_run_answers_from_memory_in_one_round() {
         vec!["search_project_code", "note_finding"]
     );
     assert!(!h.requests()[0].system_prompt().contains(FACT));
-    let kept = store.lock().list(&ListFilter::default()).unwrap();
+    let kept = store
+        .with_store(|m| m.list(&ListFilter::default()))
+        .unwrap();
     let fact = kept
         .iter()
         .find(|m| m.content == FACT)

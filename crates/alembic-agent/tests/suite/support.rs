@@ -49,7 +49,7 @@ pub fn agent_tools(root: &std::path::Path, presets: PresetCatalog) -> AgentTools
 pub fn memory() -> Arc<SharedMemory> {
     let clock = Arc::new(ManualClock::new(1_780_000_000_000));
     let store = PersistentMemory::open_in_memory(MemoryConfig::default(), clock).unwrap();
-    Arc::new(SharedMemory::new(store))
+    Arc::new(SharedMemory::from_store(store))
 }
 
 pub fn options() -> AgentOptions {

@@ -6,15 +6,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use alembic_agent::{
-    AgentError, AgentEvent, AgentOptions, AgentPreset, AgentRuntime, AgentTools, RunReport,
-    RunRequest, SharedMemory,
+    AgentError, AgentEvent, AgentOptions, AgentPreset, AgentRuntime, RunReport, RunRequest,
 };
 use alembic_llm::{
     ConfigError, ConfigOverrides, ProviderKind, build_provider, load_provider_config,
 };
-use alembic_memory::PersistentMemory;
 use alembic_runtime::ProjectRuntime;
-use anyhow::Context as _;
 use clap::Args;
 use tokio_util::sync::CancellationToken;
 
@@ -73,30 +70,13 @@ pub(crate) fn open_agent(
     let config = load_provider_config(&overrides).map_err(usage)?;
     let provider = build_provider(config)?;
     let rt = ProjectRuntime::open(project)?;
-    let loops = rt
-        .loop_directory()
-        .context("the project runtime has no loop directory for agent runs")?;
-    let tools = AgentTools::build(
-        rt.pipeline_builder(),
-        loops,
-        rt.safety(),
-        rt.config.presets.clone(),
-    )?;
-    // The `[memory]` section (capacity, retention, weights) applies to what the agent keeps.
-    let memory_config = alembic_runtime::memory_config::memory_settings(&rt.config)?.memory;
-    let memory = match PersistentMemory::open_project(&rt.root, memory_config) {
-        Ok(store) => Some(Arc::new(SharedMemory::new(store))),
-        Err(e) => {
-            eprintln!("warning: long-term memory is unavailable ({e}); answering without it");
-            None
-        }
-    };
     let options = AgentOptions {
         stream,
         run_timeout: (model.timeout > 0).then(|| Duration::from_secs(model.timeout)),
         ..AgentOptions::default()
     };
-    Ok((AgentRuntime::new(provider, tools, memory, options), rt))
+    let agent = rt.agent(provider, options)?;
+    Ok((agent, rt))
 }
 
 fn usage(e: ConfigError) -> UsageError {

@@ -126,14 +126,13 @@ fn print_memory(agent: &AgentRuntime, last_question: Option<&str>) {
         println!("long-term memory is not available");
         return;
     };
-    let mut store = memory.lock();
     if let Some(q) = last_question {
         let options = RetrieveOptions {
             limit: 5,
             touch: false,
             ..RetrieveOptions::default()
         };
-        match store.retrieve(q, &options) {
+        match memory.with_store(|m| m.retrieve(q, &options)) {
             Ok(hits) if !hits.is_empty() => {
                 println!("recalled for \"{q}\":");
                 for h in hits {
@@ -151,7 +150,7 @@ fn print_memory(agent: &AgentRuntime, last_question: Option<&str>) {
         limit: Some(5),
         ..ListFilter::default()
     };
-    match store.list(&filter) {
+    match memory.with_store(|m| m.list(&filter)) {
         Ok(recent) if recent.is_empty() => println!("no long-term memories yet"),
         Ok(recent) => {
             println!("newest:");
