@@ -1,6 +1,9 @@
 //! `alembic safety check-command|check-path`: explain what the safety layer would decide,
 //! without running or touching anything. Exit 0 when allowed, 3 otherwise.
 
+use std::sync::Arc;
+
+use alembic_runtime::ProjectRuntime;
 use alembic_safety::{Access, CommandVerdict, PathError, SafetyServices};
 use clap::{Args, Subcommand};
 use serde_json::json;
@@ -51,14 +54,10 @@ pub fn run(cmd: SafetyCommand) -> CmdResult {
     }
 }
 
-fn services(project: &ProjectArgs) -> anyhow::Result<SafetyServices> {
-    if !project.project.is_dir() {
-        anyhow::bail!(UsageError(format!(
-            "project directory {} does not exist or is not a directory",
-            project.project.display()
-        )));
-    }
-    SafetyServices::for_root(&project.project).map_err(|e| UsageError(e).into())
+/// The project's guard and command policy, as the runtime wires them for every tool call.
+fn services(project: &ProjectArgs) -> anyhow::Result<Arc<SafetyServices>> {
+    let rt = ProjectRuntime::inspect(&project.project).map_err(|e| UsageError(e.to_string()))?;
+    Ok(Arc::clone(&rt.services().safety))
 }
 
 fn check_command(args: CheckCommandArgs) -> CmdResult {
