@@ -1,7 +1,7 @@
 //! Long-term memory as the agent uses it: recall for the static prompt (through the
 //! coordinator's [`PersistentRecall`]) and consolidation of what a run found worth keeping.
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard};
 
 use alembic_context::{Finding, PersistentRecall, RecalledMemory};
 use alembic_memory::{
@@ -31,7 +31,7 @@ impl SharedMemory {
 
     /// The store, for callers that need more than recall and consolidation (`/memory`).
     pub fn lock(&self) -> MutexGuard<'_, PersistentMemory> {
-        self.store.lock().unwrap_or_else(PoisonError::into_inner)
+        alembic_base::lock(&self.store)
     }
 
     /// Consolidates `candidates` (update / merge / add by similarity, see alembic-memory).

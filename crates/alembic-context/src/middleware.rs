@@ -13,9 +13,10 @@
 //! - **TrackerSignal** (after): the exploration tracker's metrics; sets `metadata.is_new`.
 //! - **TraceRecord** (after): the reasoning trace, with `is_new` from TrackerSignal.
 
+use alembic_base::lock;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use alembic_tools::{
     BeforeVerdict, CallResult, Middleware, MiddlewareError, MiddlewareSlot, PreparedCall,
@@ -29,10 +30,6 @@ use crate::coordinator::MemoryCoordinator;
 use crate::exploration::ExplorationTracker;
 use crate::observation::{ToolObservation, array_field, is_submit_tool, str_field};
 use crate::session::{CacheKey, CachedResult, is_cacheable_tool};
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
 
 /// Milliseconds since an epoch of the caller's choice (cache TTLs); tests pass a fake.
 pub type MillisClock = Arc<dyn Fn() -> u64 + Send + Sync>;

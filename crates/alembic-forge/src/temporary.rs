@@ -77,7 +77,7 @@ impl Inner {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, TemporaryToolInfo>> {
-        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+        alembic_base::lock(&self.entries)
     }
 
     fn revoke(&self, name: &str) -> bool {

@@ -1,7 +1,7 @@
 //! Circuit breaker: after N consecutive vendor failures, refuse calls for a cool-down instead of
 //! hammering a vendor that is down; then let one trial call through (half-open).
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::clock::Clock;
@@ -132,7 +132,7 @@ impl CircuitBreaker {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BreakerState> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        alembic_base::lock(&self.state)
     }
 }
 

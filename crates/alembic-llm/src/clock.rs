@@ -1,9 +1,10 @@
 //! Time as a dependency: the retry loop sleeps and the circuit breaker reads the time through a
 //! `Clock`, so tests drive them with a `ManualClock` instead of waiting.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
+use alembic_base::lock;
 use futures::future::BoxFuture;
 
 /// Source of time and of sleeping.
@@ -64,29 +65,18 @@ impl ManualClock {
 
     /// Moves time forward.
     pub fn advance(&self, by: Duration) {
-        let mut elapsed = self
-            .inner
-            .elapsed
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut elapsed = lock(&self.inner.elapsed);
         *elapsed += by;
     }
 
     /// Every sleep requested so far, in order.
     pub fn sleeps(&self) -> Vec<Duration> {
-        self.inner
-            .sleeps
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        lock(&self.inner.sleeps)
             .clone()
     }
 
     fn elapsed(&self) -> Duration {
-        *self
-            .inner
-            .elapsed
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        *lock(&self.inner.elapsed)
     }
 }
 
@@ -106,10 +96,7 @@ impl Clock for ManualClock {
     }
 
     fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
-        self.inner
-            .sleeps
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        lock(&self.inner.sleeps)
             .push(duration);
         self.advance(duration);
         Box::pin(std::future::ready(()))
