@@ -157,7 +157,7 @@ impl HttpProvider {
     /// not just the one that was refused.
     async fn wait_out_rate_limit(&self, cancel: &CancellationToken) -> Result<(), LlmError> {
         let until = *lock(&self.rate_limited_until);
-        let now = self.clock.now();
+        let now = self.clock.instant();
         match until {
             Some(until) if until > now => self.sleep_unless_cancelled(until - now, cancel).await,
             _ => Ok(()),
@@ -182,7 +182,7 @@ impl HttpProvider {
         if let (Some(429), Some(wait)) = (error.status(), error.retry_after())
             && wait <= self.retry.max_retry_after
         {
-            *lock(&self.rate_limited_until) = Some(self.clock.now() + wait);
+            *lock(&self.rate_limited_until) = Some(self.clock.instant() + wait);
         }
         delay
     }
@@ -225,7 +225,7 @@ impl HttpProvider {
         let status = response.status();
         if !status.is_success() {
             let retry_after =
-                retry_after_from_headers(response.headers(), self.clock.wall_now());
+                retry_after_from_headers(response.headers(), self.clock.system_time());
             // Streamed requests carry no reqwest timeout, so bound the error body here.
             let text = tokio::time::timeout(self.request_timeout, response.text())
                 .await

@@ -6,7 +6,7 @@
 //! by a background thread so that a tool call only pays for a channel send; `flush` waits for
 //! everything sent so far to be on disk.
 
-use alembic_base::lock;
+use alembic_base::{Clock, SystemClock, lock};
 use std::path::Path;
 use std::sync::Mutex;
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -105,7 +105,7 @@ impl AuditInput {
             _ => String::new(),
         };
         AuditInput {
-            ts: SystemTime::now(),
+            ts: SystemClock.system_time(),
             call_id: call.id.clone(),
             parent_call_id: call.parent_call_id.clone(),
             caller: call.caller.id.clone(),
