@@ -4,8 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use alembic_forge::{
-    Clock, CompositionSpec, ForgeError, ForgeMode, ManualClock, TemporaryToolRegistry,
-    composed_tool,
+    CompositionSpec, ForgeError, ForgeMode, ManualClock, TemporaryToolRegistry, composed_tool,
 };
 use alembic_tools::OutcomeStatus;
 use pretty_assertions::assert_eq;
