@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use alembic_context::{
     ActiveContextOptions, Finding, MemoryCoordinator, MillisClock, PersistentRecall, ScopeId,
@@ -65,11 +65,7 @@ impl Default for AgentOptions {
             strike_pause: Duration::from_secs(2),
             max_output_tokens: Some(4096),
             context_budget: None,
-            clock: Arc::new(|| {
-                SystemTime::now()
-                    .duration_since(UNIX_EPOCH)
-                    .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-            }),
+            clock: Arc::new(alembic_base::SystemClock),
             run_timeout: None,
         }
     }

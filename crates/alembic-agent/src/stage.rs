@@ -8,7 +8,8 @@
 //! An empty reply is retried once with a nudge; model errors follow the 2-strike policy; when
 //! the rounds run out the stage asks for a summary with tools switched off.
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use alembic_base::lock;
+use std::sync::{Arc, Mutex};
 
 use alembic_context::{
     ActiveContext, ContextWindow, ExitDecision, ExplorationBudget, ExplorationTracker, LoopMemory,
@@ -28,10 +29,6 @@ use crate::preset::StageSpec;
 use crate::prompt;
 use crate::report::{StageEnd, StageReport, ToolCallRecord, UsageReport};
 use crate::runtime::RunContext;
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
 
 /// What one stage produced.
 #[derive(Debug)]

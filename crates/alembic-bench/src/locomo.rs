@@ -8,6 +8,7 @@
 //! their evidence dia_ids after normalisation. The same stores are ranked twice: with the
 //! default three-part scoring and with relevance only.
 
+use alembic_base::lock;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -305,7 +306,7 @@ impl Embedder for MemoEmbedder {
     }
 
     fn embed(&self, texts: &[&str]) -> std::result::Result<Vec<Vec<f32>>, EmbedError> {
-        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        let mut seen = lock(&self.seen);
         let missing: Vec<&str> = texts
             .iter()
             .copied()

@@ -107,25 +107,9 @@ impl std::fmt::Debug for SemanticIndex {
 }
 
 /// Words of an identifier-rich text: `scaledBy:` → `scaled`, `by`; `list_push` → `list`,
-/// `push`; lower case; one-letter words dropped.
+/// `push`; lower case; one-letter words dropped ([`alembic_tokens::text::Tokenizer::CODE`]).
 pub fn words(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for token in text.split(|c: char| !c.is_alphanumeric()) {
-        let mut current = String::new();
-        let mut prev_lower = false;
-        for c in token.chars() {
-            if c.is_uppercase() && prev_lower && !current.is_empty() {
-                out.push(std::mem::take(&mut current).to_lowercase());
-            }
-            prev_lower = c.is_lowercase() || c.is_ascii_digit();
-            current.push(c);
-        }
-        if !current.is_empty() {
-            out.push(current.to_lowercase());
-        }
-    }
-    out.retain(|w| w.chars().count() > 1);
-    out
+    alembic_tokens::text::Tokenizer::CODE.tokens(text)
 }
 
 impl SemanticIndex {

@@ -86,9 +86,7 @@ impl CodeService {
 
     fn lock(&self) -> MutexGuard<'_, State> {
         // A panic while holding the lock leaves plain data behind; keep using it.
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        alembic_base::lock(&self.state)
     }
 
     /// Refreshes the index from disk and drops derived data if anything changed.

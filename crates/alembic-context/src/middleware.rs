@@ -13,9 +13,10 @@
 //! - **TrackerSignal** (after): the exploration tracker's metrics; sets `metadata.is_new`.
 //! - **TraceRecord** (after): the reasoning trace, with `is_new` from TrackerSignal.
 
+use alembic_base::{Clock, lock};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use alembic_tools::{
     BeforeVerdict, CallResult, Middleware, MiddlewareError, MiddlewareSlot, PreparedCall,
@@ -30,12 +31,8 @@ use crate::exploration::ExplorationTracker;
 use crate::observation::{ToolObservation, array_field, is_submit_tool, str_field};
 use crate::session::{CacheKey, CachedResult, is_cacheable_tool};
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// Milliseconds since an epoch of the caller's choice (cache TTLs); tests pass a fake.
-pub type MillisClock = Arc<dyn Fn() -> u64 + Send + Sync>;
+/// The clock of the session cache's TTLs; tests pass a `ManualClock`.
+pub type MillisClock = Arc<dyn Clock>;
 
 /// Titles and code-pattern fingerprints submitted in one loop.
 #[derive(Debug, Default)]
@@ -114,7 +111,7 @@ impl LoopMemory {
     }
 
     fn now_ms(&self) -> u64 {
-        (self.clock)()
+        u64::try_from(self.clock.now_ms()).unwrap_or(0)
     }
 
     /// Content hashes of the files a read call names (none for other tools). `None` when a

@@ -2,6 +2,7 @@
 //! `get_previous_evidence`. They find the caller's loop through the [`LoopDirectory`] service,
 //! so they work for agent loops and answer plainly for callers without one.
 
+use alembic_base::lock;
 use std::fmt::Write as _;
 use std::sync::Arc;
 
@@ -116,9 +117,7 @@ fn get_previous_analysis() -> ToolDefinition {
                 })
                 .unwrap_or_default();
             let refs: Vec<&str> = keywords.iter().map(String::as_str).collect();
-            let session = session
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let session = lock(session);
             let own = memory.scope.dimension();
             let text =
                 session.context_for_dimension(own, &refs, ANALYSIS_BUDGET, &TokenMeter::default());
@@ -154,10 +153,7 @@ fn get_previous_evidence() -> ToolDefinition {
             let dim = args["dimId"].as_str();
             let session = loop_of(&ctx).and_then(|m| m.coordinator.session().cloned());
             let hits = match session {
-                Some(s) => s
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .search_evidence(query, dim),
+                Some(s) => lock(&s).search_evidence(query, dim),
                 None => Vec::new(),
             };
             if hits.is_empty() {

@@ -128,29 +128,13 @@ const SLOT_WORDS_ZH: &[(&str, &str)] = &[
 ];
 
 /// Lower-case words of an identifier or text: splits on non-alphanumerics, underscores and
-/// camelCase, and drops a plural `s`.
+/// camelCase ([`alembic_tokens::text::Tokenizer::FORGE`]), and drops a plural `s`.
 pub fn words(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut prev_lower = false;
-    for c in text.chars() {
-        if c.is_alphanumeric() && c.is_ascii() {
-            if c.is_ascii_uppercase() && prev_lower && !cur.is_empty() {
-                out.push(std::mem::take(&mut cur));
-            }
-            prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
-            cur.push(c.to_ascii_lowercase());
-        } else {
-            if !cur.is_empty() {
-                out.push(std::mem::take(&mut cur));
-            }
-            prev_lower = false;
-        }
-    }
-    if !cur.is_empty() {
-        out.push(cur);
-    }
-    out.into_iter().map(singular).collect()
+    alembic_tokens::text::Tokenizer::FORGE
+        .tokens(text)
+        .into_iter()
+        .map(singular)
+        .collect()
 }
 
 fn singular(w: String) -> String {

@@ -20,6 +20,11 @@ use serde_json::Value;
 use crate::clock::{Clock, SystemClock};
 use crate::error::ForgeError;
 
+/// Milliseconds since the Unix epoch as the registry stores them (0 before the epoch).
+fn now_ms(clock: &dyn Clock) -> u64 {
+    u64::try_from(clock.now_ms()).unwrap_or(0)
+}
+
 /// Default time to live of a forged tool.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(30 * 60);
 
@@ -68,7 +73,7 @@ struct Inner {
 
 impl Inner {
     fn expired_names(&self) -> Vec<String> {
-        let now = self.clock.now_ms();
+        let now = now_ms(self.clock.as_ref());
         self.lock()
             .values()
             .filter(|e| e.expires_at_ms.is_some_and(|t| t <= now))
@@ -77,7 +82,7 @@ impl Inner {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, TemporaryToolInfo>> {
-        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+        alembic_base::lock(&self.entries)
     }
 
     fn revoke(&self, name: &str) -> bool {
@@ -115,7 +120,7 @@ impl TemporaryToolRegistry {
     }
 
     pub fn now_ms(&self) -> u64 {
-        self.inner.clock.now_ms()
+        now_ms(self.inner.clock.as_ref())
     }
 
     /// Registers `definition` for `ttl` (`None`: until revoked). A temporary tool of the same
@@ -236,7 +241,7 @@ impl ToolHandler for ExpiringHandler {
                 .lock()
                 .get(&self.name)
                 .and_then(|e| e.expires_at_ms)
-                .is_some_and(|t| t <= inner.clock.now_ms());
+                .is_some_and(|t| t <= now_ms(inner.clock.as_ref()));
             if expired {
                 inner.revoke(&self.name);
                 let name = self.name.clone();

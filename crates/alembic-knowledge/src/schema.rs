@@ -1,6 +1,6 @@
 //! Versioned schema of the knowledge tables, applied through [`alembic_store::migrate`].
 
-use alembic_store::Migration;
+use alembic_store::{Migration, fts5_index_sql};
 
 /// Component name in `schema_migrations`.
 pub const COMPONENT: &str = "knowledge";
@@ -8,7 +8,8 @@ pub const COMPONENT: &str = "knowledge";
 /// The knowledge schema. Never edit a released step; append a new one.
 pub const MIGRATIONS: &[Migration] = &[Migration {
     version: 1,
-    sql: r#"
+    sql: concat!(
+        r#"
 create table knowledge_entries (
     seq integer primary key,
     id text not null unique,
@@ -44,25 +45,15 @@ create table knowledge_entries (
 create index knowledge_entries_status on knowledge_entries (status);
 create index knowledge_entries_title_norm on knowledge_entries (title_norm);
 
-create virtual table knowledge_fts using fts5(
-    search_text,
-    content = 'knowledge_entries',
-    content_rowid = 'seq',
-    tokenize = 'porter unicode61 remove_diacritics 2'
-);
-create trigger knowledge_fts_insert after insert on knowledge_entries begin
-    insert into knowledge_fts (rowid, search_text) values (new.seq, new.search_text);
-end;
-create trigger knowledge_fts_delete after delete on knowledge_entries begin
-    insert into knowledge_fts (knowledge_fts, rowid, search_text)
-        values ('delete', old.seq, old.search_text);
-end;
-create trigger knowledge_fts_update after update of search_text on knowledge_entries begin
-    insert into knowledge_fts (knowledge_fts, rowid, search_text)
-        values ('delete', old.seq, old.search_text);
-    insert into knowledge_fts (rowid, search_text) values (new.seq, new.search_text);
-end;
-
+"#,
+        fts5_index_sql!(
+            table: "knowledge_entries",
+            fts: "knowledge_fts",
+            rowid: "seq",
+            columns: ["search_text"],
+            tokenize: "porter unicode61 remove_diacritics 2",
+        ),
+        r#"
 -- every status change, with who and why; the creation is a row with from_status null
 create table knowledge_history (
     seq integer primary key,
@@ -123,5 +114,6 @@ create table evolution_proposals (
     resolution text
 );
 create index evolution_proposals_entry on evolution_proposals (entry_id, status);
-"#,
+"#
+    ),
 }];

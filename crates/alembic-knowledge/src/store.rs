@@ -15,22 +15,13 @@ use crate::model::{Entry, Kind, NewEntry, Status, Transition, normalise_title};
 use crate::schema::{COMPONENT, MIGRATIONS};
 use crate::text;
 
-/// Milliseconds since the Unix epoch; injectable so tests need no wall clock.
-pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
-
-fn system_clock() -> Clock {
-    Arc::new(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as i64)
-            .unwrap_or(0)
-    })
-}
+/// Where timestamps come from; injectable so tests need no wall clock.
+pub use alembic_base::Clock;
 
 /// The knowledge base of one project.
 pub struct KnowledgeStore {
     pub(crate) conn: Connection,
-    pub(crate) clock: Clock,
+    pub(crate) clock: Arc<dyn Clock>,
 }
 
 impl std::fmt::Debug for KnowledgeStore {
@@ -103,18 +94,18 @@ impl KnowledgeStore {
         conn.execute_batch("pragma foreign_keys = on")?;
         Ok(KnowledgeStore {
             conn,
-            clock: system_clock(),
+            clock: Arc::new(alembic_base::SystemClock),
         })
     }
 
     /// Uses `clock` for every timestamp from now on.
-    pub fn with_clock(mut self, clock: Clock) -> Self {
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
         self
     }
 
     pub(crate) fn now(&self) -> i64 {
-        (self.clock)()
+        self.clock.now_ms()
     }
 
     /// Stores a new entry in `status` (draft or submitted), refusing a title that a live

@@ -4,70 +4,13 @@
 
 use std::collections::BTreeSet;
 
-use alembic_tokens::is_cjk_letter as is_cjk;
+use alembic_tokens::text::{Tokenizer, fts5_match_any};
 
 /// Words of `text`: lower-cased alphanumeric runs, with CJK runs split into unigrams and
-/// bigrams. Identifiers are also split at camelCase and snake_case boundaries.
+/// bigrams. Identifiers are also split at camelCase and snake_case boundaries
+/// ([`Tokenizer::KNOWLEDGE`]).
 pub fn tokens(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut word = String::new();
-    let mut cjk: Vec<char> = Vec::new();
-    for c in text.chars() {
-        if is_cjk(c) {
-            flush_word(&mut word, &mut out);
-            cjk.push(c);
-        } else if c.is_alphanumeric() {
-            flush_cjk(&mut cjk, &mut out);
-            word.push(c);
-        } else {
-            flush_word(&mut word, &mut out);
-            flush_cjk(&mut cjk, &mut out);
-        }
-    }
-    flush_word(&mut word, &mut out);
-    flush_cjk(&mut cjk, &mut out);
-    out
-}
-
-fn flush_word(word: &mut String, out: &mut Vec<String>) {
-    if word.is_empty() {
-        return;
-    }
-    let parts = camel_parts(word);
-    if parts.len() > 1 {
-        out.extend(parts);
-    }
-    out.push(word.to_lowercase());
-    word.clear();
-}
-
-/// `URLSession` → [url, session]; `fetchUser2` → [fetch, user2].
-fn camel_parts(word: &str) -> Vec<String> {
-    let chars: Vec<char> = word.chars().collect();
-    let mut parts = Vec::new();
-    let mut start = 0;
-    for i in 1..chars.len() {
-        let lower_to_upper = chars[i - 1].is_lowercase() && chars[i].is_uppercase();
-        let acronym_end = chars[i - 1].is_uppercase()
-            && chars[i].is_uppercase()
-            && chars.get(i + 1).is_some_and(|c| c.is_lowercase());
-        if lower_to_upper || acronym_end {
-            parts.push(chars[start..i].iter().collect::<String>().to_lowercase());
-            start = i;
-        }
-    }
-    parts.push(chars[start..].iter().collect::<String>().to_lowercase());
-    parts
-}
-
-fn flush_cjk(run: &mut Vec<char>, out: &mut Vec<String>) {
-    for (i, c) in run.iter().enumerate() {
-        out.push(c.to_string());
-        if let Some(next) = run.get(i + 1) {
-            out.push(format!("{c}{next}"));
-        }
-    }
-    run.clear();
+    Tokenizer::KNOWLEDGE.tokens(text)
 }
 
 /// The text FTS5 indexes for an entry.
@@ -83,14 +26,7 @@ pub fn search_text(parts: &[&str]) -> String {
 /// by bm25 then prefers entries that match more of them). `None` when there is no word.
 pub fn fts_query(query: &str) -> Option<String> {
     let set: BTreeSet<String> = tokens(query).into_iter().collect();
-    if set.is_empty() {
-        return None;
-    }
-    let quoted: Vec<String> = set
-        .iter()
-        .map(|t| format!("\"{}\"", t.replace('"', "")))
-        .collect();
-    Some(quoted.join(" OR "))
+    fts5_match_any(set)
 }
 
 /// Share of the distinct query tokens that occur in `text` (0..=1): an interpretable

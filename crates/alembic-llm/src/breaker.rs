@@ -1,7 +1,7 @@
 //! Circuit breaker: after N consecutive vendor failures, refuse calls for a cool-down instead of
 //! hammering a vendor that is down; then let one trial call through (half-open).
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::clock::Clock;
@@ -74,7 +74,7 @@ impl CircuitBreaker {
         let state = self.lock();
         match state.open_until {
             None => BreakerPhase::Closed,
-            Some(until) if self.clock.now() < until => BreakerPhase::Open,
+            Some(until) if self.clock.instant() < until => BreakerPhase::Open,
             Some(_) => BreakerPhase::HalfOpen,
         }
     }
@@ -85,7 +85,7 @@ impl CircuitBreaker {
         let Some(until) = state.open_until else {
             return Ok(());
         };
-        let now = self.clock.now();
+        let now = self.clock.instant();
         if now < until {
             return Err(BreakerRefusal {
                 failures: state.consecutive_failures,
@@ -122,7 +122,7 @@ impl CircuitBreaker {
             _ => self.policy.cool_down,
         };
         state.current_cool_down = Some(cool_down);
-        state.open_until = Some(self.clock.now() + cool_down);
+        state.open_until = Some(self.clock.instant() + cool_down);
     }
 
     /// The call ended without saying anything about the vendor (cancelled, a 400): release a
@@ -132,7 +132,7 @@ impl CircuitBreaker {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BreakerState> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        alembic_base::lock(&self.state)
     }
 }
 

@@ -1,8 +1,9 @@
 //! The HTTP side shared by every vendor: sending with retries, the circuit breaker, timeouts,
 //! cancellation, and turning SSE bytes into `StreamEvent`s through the vendor's decoder.
 
+use alembic_base::lock;
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -155,11 +156,8 @@ impl HttpProvider {
     /// After a 429 with `Retry-After`, every request of this provider waits out the window,
     /// not just the one that was refused.
     async fn wait_out_rate_limit(&self, cancel: &CancellationToken) -> Result<(), LlmError> {
-        let until = *self
-            .rate_limited_until
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let now = self.clock.now();
+        let until = *lock(&self.rate_limited_until);
+        let now = self.clock.instant();
         match until {
             Some(until) if until > now => self.sleep_unless_cancelled(until - now, cancel).await,
             _ => Ok(()),
@@ -184,10 +182,7 @@ impl HttpProvider {
         if let (Some(429), Some(wait)) = (error.status(), error.retry_after())
             && wait <= self.retry.max_retry_after
         {
-            *self
-                .rate_limited_until
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner) = Some(self.clock.now() + wait);
+            *lock(&self.rate_limited_until) = Some(self.clock.instant() + wait);
         }
         delay
     }
@@ -229,7 +224,8 @@ impl HttpProvider {
         };
         let status = response.status();
         if !status.is_success() {
-            let retry_after = retry_after_from_headers(response.headers(), self.clock.wall_now());
+            let retry_after =
+                retry_after_from_headers(response.headers(), self.clock.system_time());
             // Streamed requests carry no reqwest timeout, so bound the error body here.
             let text = tokio::time::timeout(self.request_timeout, response.text())
                 .await

@@ -26,6 +26,7 @@
 //! [`serve_stdio`] restarts rmcp's handshake when it gives up before `initialize`, so only
 //! end of input stops the server.
 
+use alembic_base::lock;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex as StdMutex};
 
@@ -169,7 +170,7 @@ where
     /// Tracks request ids in use: refuses a request that reuses one, gives rmcp its own id
     /// for each request, and points a cancellation at that id.
     fn admit(&self, mut msg: ClientJsonRpcMessage) -> Verdict {
-        let mut ids = self.ids.lock().unwrap_or_else(|e| e.into_inner());
+        let mut ids = lock(&self.ids);
         match &mut msg {
             JsonRpcMessage::Request(req) => match ids.start(&req.id) {
                 Some(internal) => req.id = internal,
@@ -210,7 +211,7 @@ where
     /// The id is free before the answer is written: the client cannot learn that the request
     /// ended, and so reuse its id, any earlier.
     fn outgoing(&self, mut msg: ServerJsonRpcMessage) -> Option<ServerJsonRpcMessage> {
-        let mut ids = self.ids.lock().unwrap_or_else(|e| e.into_inner());
+        let mut ids = lock(&self.ids);
         match &mut msg {
             JsonRpcMessage::Response(r) => {
                 let Some(client) = ids.finish(&r.id) else {

@@ -1,6 +1,6 @@
 //! Versioned schema of the memory tables, applied through [`alembic_store::migrate`].
 
-use alembic_store::Migration;
+use alembic_store::{Migration, fts5_index_sql};
 
 /// Component name in `schema_migrations`.
 pub const COMPONENT: &str = "memory";
@@ -9,7 +9,8 @@ pub const COMPONENT: &str = "memory";
 pub const MIGRATIONS: &[Migration] = &[
     Migration {
         version: 1,
-        sql: r#"
+        sql: concat!(
+            r#"
 create table semantic_memories (
     seq integer primary key,
     id text not null unique,
@@ -38,25 +39,15 @@ create index semantic_memories_last_accessed on semantic_memories (last_accessed
 create index semantic_memories_superseded_by on semantic_memories (superseded_by);
 create index semantic_memories_expires_at on semantic_memories (expires_at) where expires_at is not null;
 
-create virtual table semantic_memories_fts using fts5(
-    search_text,
-    content = 'semantic_memories',
-    content_rowid = 'seq',
-    tokenize = 'porter unicode61 remove_diacritics 2'
-);
-create trigger semantic_memories_fts_insert after insert on semantic_memories begin
-    insert into semantic_memories_fts (rowid, search_text) values (new.seq, new.search_text);
-end;
-create trigger semantic_memories_fts_delete after delete on semantic_memories begin
-    insert into semantic_memories_fts (semantic_memories_fts, rowid, search_text)
-        values ('delete', old.seq, old.search_text);
-end;
-create trigger semantic_memories_fts_update after update of search_text on semantic_memories begin
-    insert into semantic_memories_fts (semantic_memories_fts, rowid, search_text)
-        values ('delete', old.seq, old.search_text);
-    insert into semantic_memories_fts (rowid, search_text) values (new.seq, new.search_text);
-end;
-
+"#,
+            fts5_index_sql!(
+                table: "semantic_memories",
+                fts: "semantic_memories_fts",
+                rowid: "seq",
+                columns: ["search_text"],
+                tokenize: "porter unicode61 remove_diacritics 2",
+            ),
+            r#"
 -- one vector per memory, tagged with the model that made it; deleted with the memory
 create table memory_vectors (
     seq integer primary key references semantic_memories (seq) on delete cascade,
@@ -64,11 +55,13 @@ create table memory_vectors (
     dim integer not null,
     vector blob not null
 );
-"#,
+"#
+        ),
     },
     Migration {
         version: 2,
-        sql: r#"
+        sql: concat!(
+            r#"
 -- context: text around a memory (the preceding dialog turn, the paragraph it came from) that
 -- helps find it; indexed in a second FTS column with a lower weight, never shown as content
 alter table semantic_memories add column context text;
@@ -77,29 +70,18 @@ drop trigger semantic_memories_fts_insert;
 drop trigger semantic_memories_fts_delete;
 drop trigger semantic_memories_fts_update;
 drop table semantic_memories_fts;
-create virtual table semantic_memories_fts using fts5(
-    search_text,
-    context_search,
-    content = 'semantic_memories',
-    content_rowid = 'seq',
-    tokenize = 'porter unicode61 remove_diacritics 2'
-);
-insert into semantic_memories_fts (semantic_memories_fts) values ('rebuild');
-create trigger semantic_memories_fts_insert after insert on semantic_memories begin
-    insert into semantic_memories_fts (rowid, search_text, context_search)
-        values (new.seq, new.search_text, new.context_search);
-end;
-create trigger semantic_memories_fts_delete after delete on semantic_memories begin
-    insert into semantic_memories_fts (semantic_memories_fts, rowid, search_text, context_search)
-        values ('delete', old.seq, old.search_text, old.context_search);
-end;
-create trigger semantic_memories_fts_update after update of search_text, context_search on semantic_memories begin
-    insert into semantic_memories_fts (semantic_memories_fts, rowid, search_text, context_search)
-        values ('delete', old.seq, old.search_text, old.context_search);
-    insert into semantic_memories_fts (rowid, search_text, context_search)
-        values (new.seq, new.search_text, new.context_search);
-end;
 "#,
+            fts5_index_sql!(
+                table: "semantic_memories",
+                fts: "semantic_memories_fts",
+                rowid: "seq",
+                columns: ["search_text", "context_search"],
+                tokenize: "porter unicode61 remove_diacritics 2",
+            ),
+            r#"
+insert into semantic_memories_fts (semantic_memories_fts) values ('rebuild');
+"#
+        ),
     },
     Migration {
         version: 3,

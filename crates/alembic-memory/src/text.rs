@@ -11,46 +11,10 @@ use std::collections::HashSet;
 
 /// Characters that we segment into unigrams and bigrams (one definition for every index).
 pub use alembic_tokens::is_cjk_letter as is_cjk;
-
-/// Splits text into maximal runs that are either all-CJK or all-other.
-fn runs(text: &str) -> Vec<(bool, String)> {
-    let mut out: Vec<(bool, String)> = Vec::new();
-    for c in text.chars() {
-        let cjk = is_cjk(c);
-        match out.last_mut() {
-            Some((kind, run)) if *kind == cjk => run.push(c),
-            _ => out.push((cjk, c.to_string())),
-        }
-    }
-    out
-}
-
-fn bigrams(run: &str) -> Vec<String> {
-    let chars: Vec<char> = run.chars().collect();
-    chars.windows(2).map(|w| w.iter().collect()).collect()
-}
-
 /// The text stored in the FTS column: the original text with every CJK run replaced by its
 /// characters followed by its bigrams, each separated by spaces.
-pub fn index_text(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() * 2);
-    for (cjk, run) in runs(text) {
-        if cjk {
-            out.push(' ');
-            for c in run.chars() {
-                out.push(c);
-                out.push(' ');
-            }
-            for b in bigrams(&run) {
-                out.push_str(&b);
-                out.push(' ');
-            }
-        } else {
-            out.push_str(&run);
-        }
-    }
-    out
-}
+pub use alembic_tokens::text::split_cjk_runs as index_text;
+use alembic_tokens::text::{Tokenizer, fts5_match_any};
 
 /// English question words and function words that carry no topic. Dropping them from
 /// queries matters: an OR query on "what", "did", "the" matches nearly every memory.
@@ -98,28 +62,10 @@ pub fn is_stopword(word: &str) -> bool {
 }
 
 /// Lower-cased Latin words of length ≥ 2 (letters, digits, `_`) and CJK bigrams (or single
-/// characters for one-character runs) of `text`, in order, duplicates kept.
+/// characters for one-character runs) of `text`, in order, duplicates kept
+/// ([`Tokenizer::MEMORY`]).
 pub fn terms(text: &str) -> Vec<String> {
-    let lower = text.to_lowercase();
-    let mut out = Vec::new();
-    for (cjk, run) in runs(&lower) {
-        if cjk {
-            if run.chars().count() == 1 {
-                out.push(run);
-            } else {
-                out.extend(bigrams(&run));
-            }
-            continue;
-        }
-        for word in run.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
-            if word.chars().count() >= 2
-                || word.chars().all(|c| c.is_ascii_digit()) && !word.is_empty()
-            {
-                out.push(word.to_string());
-            }
-        }
-    }
-    out
+    Tokenizer::MEMORY.tokens(text)
 }
 
 /// Query terms without stopwords and duplicates, in first-seen order.
@@ -136,15 +82,7 @@ pub fn query_terms(query: &str) -> Vec<String> {
 /// no usable term. Quoting makes every term a literal, so user text can never inject FTS5
 /// syntax (`NEAR`, `*`, column filters).
 pub fn fts_query(query: &str) -> Option<String> {
-    let terms = query_terms(query);
-    if terms.is_empty() {
-        return None;
-    }
-    let quoted: Vec<String> = terms
-        .iter()
-        .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
-        .collect();
-    Some(quoted.join(" OR "))
+    fts5_match_any(query_terms(query))
 }
 
 /// Similarity tokens: lower-case words of length ≥ 2 plus every character bigram of every

@@ -4,6 +4,7 @@
 //! opens its own [`rusqlite::Connection`] through [`open`] and brings its schema up to date
 //! with [`migrate`]. Migrations are versioned per component, so components evolve their
 //! tables independently and a database written by an older build is upgraded in place.
+//! A full-text index over a table and its triggers come from one place, [`fts5_index_sql!`].
 //!
 //! ```
 //! use alembic_store::{Migration, migrate, open_in_memory};
@@ -12,6 +13,8 @@
 //! migrate(&mut conn, "example", &steps).unwrap();
 //! assert_eq!(alembic_store::schema_version(&conn, "example").unwrap(), 1);
 //! ```
+
+mod fts;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

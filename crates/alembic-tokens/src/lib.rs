@@ -1,4 +1,5 @@
-//! Token counting shared by the memory coordinator, context window and persistent memory.
+//! Token counting shared by the memory coordinator, context window and persistent memory, and
+//! the search-text primitives ([`text`]: tokenizer, CJK splitting, FTS5 query building).
 //!
 //! Two ways to count:
 //! - [`estimate_tokens`]: the seed's CJK-aware estimate (a CJK character counts 1/2 token,
@@ -19,6 +20,8 @@
 //! assert!(!rough.is_exact());
 //! assert_eq!(rough.count("hello world"), 3);
 //! ```
+
+pub mod text;
 
 use tiktoken_rs::CoreBPE;
 use tiktoken_rs::tokenizer::Tokenizer;

@@ -6,6 +6,7 @@
 //! by a background thread so that a tool call only pays for a channel send; `flush` waits for
 //! everything sent so far to be on disk.
 
+use alembic_base::{Clock, SystemClock, lock};
 use std::path::Path;
 use std::sync::Mutex;
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -104,7 +105,7 @@ impl AuditInput {
             _ => String::new(),
         };
         AuditInput {
-            ts: SystemTime::now(),
+            ts: SystemClock.system_time(),
             call_id: call.id.clone(),
             parent_call_id: call.parent_call_id.clone(),
             caller: call.caller.id.clone(),
@@ -435,7 +436,7 @@ impl AuditLog {
     pub fn flush(&self) -> Result<(), AuditError> {
         let (ack_tx, ack_rx) = mpsc::channel();
         {
-            let guard = self.tx.lock().unwrap_or_else(|e| e.into_inner());
+            let guard = lock(&self.tx);
             let tx = guard.as_ref().ok_or(AuditError::WriterGone)?;
             tx.send(WriterMsg::Flush(ack_tx))
                 .map_err(|_| AuditError::WriterGone)?;
@@ -450,7 +451,7 @@ impl AuditLog {
 
 impl AuditLog {
     fn send(&self, msg: WriterMsg) {
-        let guard = self.tx.lock().unwrap_or_else(|e| e.into_inner());
+        let guard = lock(&self.tx);
         if let Some(tx) = guard.as_ref()
             && tx.send(msg).is_err()
         {
@@ -472,8 +473,8 @@ impl AuditSink for AuditLog {
 impl Drop for AuditLog {
     fn drop(&mut self) {
         // Closing the channel lets the writer drain what is queued and exit.
-        self.tx.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(handle) = self.worker.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        lock(&self.tx).take();
+        if let Some(handle) = lock(&self.worker).take() {
             let _ = handle.join();
         }
     }

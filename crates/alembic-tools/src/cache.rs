@@ -6,6 +6,7 @@
 //! successful results; a successful side-effecting call empties the cache. Richer caches (for example SessionStore's, which also hashes file
 //! contents) build on [`cache_key`].
 
+use alembic_base::lock;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -54,7 +55,7 @@ impl ResultCache {
     }
 
     pub fn len(&self) -> usize {
-        self.entries.lock().unwrap_or_else(|e| e.into_inner()).len()
+        lock(&self.entries).len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -82,12 +83,7 @@ impl Middleware for ResultCache {
         if !call.effect().is_side_effect_free() {
             return Ok(BeforeVerdict::Continue);
         }
-        let hit = self
-            .entries
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&self.key(call))
-            .cloned();
+        let hit = lock(&self.entries).get(&self.key(call)).cloned();
         Ok(hit.map_or(BeforeVerdict::Continue, BeforeVerdict::Respond))
     }
     async fn after(
@@ -99,7 +95,7 @@ impl Middleware for ResultCache {
         let CallResult::Ok(out) = result else {
             return Ok(());
         };
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let mut entries = lock(&self.entries);
         if !call.effect().is_side_effect_free() {
             // The key does not see file or store contents, so any successful write may have
             // changed what a cached read would answer.

@@ -1,5 +1,6 @@
 //! The tool registry: registration with checks, lookup, schemas for an allowlist, "did you mean".
 
+use alembic_base::{read, write};
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
@@ -90,7 +91,7 @@ impl ToolRegistry {
             return Err(RegistryError::MissingDescription(definition.name));
         }
         let validator = check_schema(&definition.name, &definition.parameters)?;
-        let mut tools = self.tools.write().unwrap_or_else(|e| e.into_inner());
+        let mut tools = write(&self.tools);
         if tools.contains_key(&definition.name) {
             return Err(RegistryError::Duplicate(definition.name));
         }
@@ -115,19 +116,11 @@ impl ToolRegistry {
 
     /// Removes a tool (used when a forged tool expires). Returns whether it existed.
     pub fn unregister(&self, name: &str) -> bool {
-        self.tools
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(name)
-            .is_some()
+        write(&self.tools).remove(name).is_some()
     }
 
     pub fn get(&self, name: &str) -> Option<Arc<RegisteredTool>> {
-        self.tools
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(name)
-            .cloned()
+        read(&self.tools).get(name).cloned()
     }
 
     pub fn contains(&self, name: &str) -> bool {
@@ -135,7 +128,7 @@ impl ToolRegistry {
     }
 
     pub fn len(&self) -> usize {
-        self.tools.read().unwrap_or_else(|e| e.into_inner()).len()
+        read(&self.tools).len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -144,19 +137,12 @@ impl ToolRegistry {
 
     /// Names in stable (sorted) order.
     pub fn names(&self) -> Vec<String> {
-        self.tools
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .keys()
-            .cloned()
-            .collect()
+        read(&self.tools).keys().cloned().collect()
     }
 
     /// Definitions allowed by `allowlist`, sorted by name.
     pub fn definitions(&self, allowlist: &Allowlist) -> Vec<ToolDefinition> {
-        self.tools
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
+        read(&self.tools)
             .values()
             .filter(|t| allowlist.allows(&t.definition.name))
             .map(|t| ToolDefinition::clone(&t.definition))

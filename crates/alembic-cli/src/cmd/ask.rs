@@ -1,5 +1,6 @@
 //! `alembic ask "<question>"`: one question to the agent, answered with the project's tools.
 
+use alembic_base::lock;
 use std::io::Write as _;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -87,9 +88,7 @@ fn usage(e: ConfigError) -> UsageError {
 pub(crate) fn printer(show_text: bool) -> alembic_agent::EventSink {
     let at_line_start = Arc::new(Mutex::new(true));
     Arc::new(move |event: &AgentEvent| {
-        let mut fresh = at_line_start
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut fresh = lock(&at_line_start);
         match event {
             AgentEvent::TextDelta { text } if show_text => {
                 print!("{text}");

@@ -151,7 +151,7 @@ pub fn run(cmd: ForgeCommand) -> CmdResult {
 }
 
 fn now_ms() -> u64 {
-    SystemClock.now_ms()
+    u64::try_from(SystemClock.now_ms()).unwrap_or(0)
 }
 
 fn ttl_expiry(mins: u64) -> Option<u64> {

@@ -12,8 +12,9 @@
 //! - **Scopes** are explicit handles. There is no "current scope", so dimension A can never
 //!   be given dimension C's working memory.
 
+use alembic_base::lock;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
@@ -157,11 +158,6 @@ impl Default for MemoryCoordinator {
     fn default() -> Self {
         Self::new(TokenMeter::default())
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panic while holding the lock leaves plain data behind; keep using it.
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl MemoryCoordinator {

@@ -158,7 +158,7 @@ fn fixture() -> Fixture {
         ExplorationBudget::default(),
     )));
     let directory = Arc::new(LoopDirectory::default());
-    let clock: alembic_context::MillisClock = Arc::new(|| 1_000);
+    let clock: alembic_context::MillisClock = Arc::new(alembic_base::ManualClock::new(1_000));
     let memory = LoopMemory::new(
         coordinator.clone(),
         scope.clone(),

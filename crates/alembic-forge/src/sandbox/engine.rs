@@ -5,6 +5,7 @@
 //! inside the context closure panics in rquickjs ("RefCell already borrowed"), so the interrupt
 //! handler reads a shared deadline instead of being reconfigured during the run.
 
+use alembic_base::lock;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
@@ -72,7 +73,7 @@ impl Budget {
             self.tripped.store(TRIP_ABORT, Ordering::SeqCst);
             return true;
         }
-        let deadline = *self.deadline.lock().unwrap_or_else(|e| e.into_inner());
+        let deadline = *lock(&self.deadline);
         if Instant::now() >= deadline {
             self.tripped.store(TRIP_CPU, Ordering::SeqCst);
             return true;
@@ -81,7 +82,7 @@ impl Budget {
     }
 
     fn extend(&self, by: std::time::Duration) {
-        let mut d = self.deadline.lock().unwrap_or_else(|e| e.into_inner());
+        let mut d = lock(&self.deadline);
         *d += by;
     }
 }

@@ -4,8 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use alembic_forge::{
-    Clock, CompositionSpec, ForgeError, ForgeMode, ManualClock, TemporaryToolRegistry,
-    composed_tool,
+    CompositionSpec, ForgeError, ForgeMode, ManualClock, TemporaryToolRegistry, composed_tool,
 };
 use alembic_tools::OutcomeStatus;
 use pretty_assertions::assert_eq;
@@ -48,7 +47,7 @@ fn tools_expire_after_their_ttl_and_renew_adds_time() {
         Some(1_120_000),
         "renew adds to the time left"
     );
-    assert_eq!(renewed.remaining_ms(clock.now_ms()), Some(70_000));
+    assert_eq!(renewed.remaining_ms(temporary.now_ms()), Some(70_000));
     assert!(h.call("nk_classes", json!({})).is_ok());
 
     clock.advance_ms(70_000);
@@ -96,7 +95,7 @@ fn cleanup_removes_only_expired_forged_tools() {
             .collect::<Vec<_>>(),
         vec!["long_lived"]
     );
-    assert_eq!(temporary.list()[0].remaining_ms(clock.now_ms()), None);
+    assert_eq!(temporary.list()[0].remaining_ms(temporary.now_ms()), None);
     let builtins = test_tools().len();
     assert_eq!(h.registry.len(), builtins + 1);
 }

@@ -33,7 +33,7 @@ impl Loop {
             ScopeId::new("networking:produce"),
             None,
             dir.path(),
-            Arc::new(|| 1_000),
+            Arc::new(alembic_base::ManualClock::new(1_000)),
         );
         directory.attach("agent:producer", Arc::new(memory));
         let services = Services::builder()

@@ -2,6 +2,9 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use alembic_base::{Clock, Sleep};
 
 use alembic_knowledge::tools::TOOL_NAMES;
 use alembic_knowledge::{KnowledgeService, KnowledgeStore, NewEntry, register_tools};
@@ -10,10 +13,33 @@ use serde_json::Value;
 
 /// A store whose clock advances by one second per reading, starting at 1_000_000.
 pub fn store() -> KnowledgeStore {
-    let t = Arc::new(AtomicI64::new(1_000_000));
     KnowledgeStore::open_in_memory()
         .unwrap()
-        .with_clock(Arc::new(move || t.fetch_add(1000, Ordering::SeqCst)))
+        .with_clock(Arc::new(TickingClock(AtomicI64::new(1_000_000))))
+}
+
+/// Advances by one second each time it is read.
+#[derive(Debug)]
+struct TickingClock(AtomicI64);
+
+impl Clock for TickingClock {
+    fn system_time(&self) -> SystemTime {
+        let ms = self.0.load(Ordering::SeqCst);
+        UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0))
+    }
+    fn instant(&self) -> Instant {
+        Instant::now()
+    }
+    fn sleep(&self, duration: Duration) -> Sleep {
+        self.0.fetch_add(
+            i64::try_from(duration.as_millis()).unwrap(),
+            Ordering::SeqCst,
+        );
+        Box::pin(std::future::ready(()))
+    }
+    fn now_ms(&self) -> i64 {
+        self.0.fetch_add(1000, Ordering::SeqCst)
+    }
 }
 
 pub fn entry(title: &str, content: &str) -> NewEntry {

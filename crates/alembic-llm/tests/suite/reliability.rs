@@ -206,15 +206,15 @@ async fn cancellation_stops_a_hanging_request_and_does_not_count_as_a_failure() 
 struct CancelWhileSleeping(CancellationToken);
 
 impl Clock for CancelWhileSleeping {
-    fn now(&self) -> std::time::Instant {
+    fn instant(&self) -> std::time::Instant {
         std::time::Instant::now()
     }
 
-    fn wall_now(&self) -> std::time::SystemTime {
+    fn system_time(&self) -> std::time::SystemTime {
         std::time::SystemTime::now()
     }
 
-    fn sleep(&self, _duration: Duration) -> futures::future::BoxFuture<'static, ()> {
+    fn sleep(&self, _duration: Duration) -> alembic_base::Sleep {
         self.0.cancel();
         Box::pin(std::future::pending())
     }

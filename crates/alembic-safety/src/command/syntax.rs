@@ -7,6 +7,7 @@
 //! tree, nested ones included, with a best-effort literal reading of its
 //! words (quotes removed, escapes decoded) so `r''m` and `\rm` read as `rm`.
 
+use alembic_base::lock;
 use std::sync::Mutex;
 
 use tree_sitter::{Node, Parser, Tree};
@@ -74,9 +75,7 @@ static PARSER: Mutex<Option<Parser>> = Mutex::new(None);
 
 /// Parses `script`; `None` if the grammar could not be loaded (treated as unparseable).
 fn parse(script: &str) -> Option<Tree> {
-    let mut guard = PARSER
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut guard = lock(&PARSER);
     if guard.is_none() {
         let mut parser = Parser::new();
         parser

@@ -22,6 +22,7 @@ mod landlock;
 
 pub use landlock::available as landlock_available;
 
+use alembic_base::lock;
 use std::io::Read;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -29,7 +30,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rustix::fs::OFlags;
@@ -418,10 +419,7 @@ fn drain<R: Read + Send + 'static>(pipe: Option<R>, limit: usize) -> Drain {
                 if n == 0 {
                     break;
                 }
-                shared
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .push(&buf[..n]);
+                lock(&shared).push(&buf[..n]);
             }
         }
         let _ = tx.send(());
@@ -435,7 +433,7 @@ impl Drain {
         let _ = self
             .done
             .recv_timeout(deadline.saturating_duration_since(Instant::now()));
-        let capture = self.capture.lock().unwrap_or_else(PoisonError::into_inner);
+        let capture = lock(&self.capture);
         (capture.render(), capture.total(), capture.truncated())
     }
 }
