@@ -17,8 +17,8 @@ use alembic_store::{Migration, StoreError};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::call::{ToolCall, ToolOutcome};
 use crate::canonical::{canonical_json, sha256_hex};
-use crate::pipeline::{ToolCall, ToolOutcome};
 use crate::redact::{redact_text, redact_value};
 
 const COMPONENT: &str = "audit";
