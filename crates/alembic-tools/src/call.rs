@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::args::{Coercion, Rename};
 use crate::capability::Allowlist;
+use crate::extensions::Extensions;
 
 /// Who is calling, and which tools that caller may use.
 #[derive(Debug, Clone, PartialEq)]
@@ -91,12 +92,12 @@ impl ToolOutput {
 pub struct ToolMetadata {
     pub cache_hit: bool,
     pub blocked: bool,
-    pub is_new: bool,
     #[serde(with = "duration_ms")]
     pub duration: Duration,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub dedup_message: Option<String>,
-    pub is_submit: bool,
+    /// Typed entries of other crates' middlewares (alembic-context's `IsNew`, `IsSubmit`,
+    /// `DedupMessage`), each serialised under its own key at this level.
+    #[serde(flatten)]
+    pub extensions: Extensions,
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub renames: Vec<Rename>,
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
@@ -192,10 +193,11 @@ impl ToolOutcome {
         self.status == OutcomeStatus::Ok
     }
 
-    /// The text a model should see: the compact rendering, or the error with its rule.
+    /// The text a model should see: an extension's replacement text (a dedup refusal's
+    /// warning), else the compact rendering, or the error with its rule.
     pub fn text_for_model(&self) -> String {
-        if let Some(msg) = &self.metadata.dedup_message {
-            return msg.clone();
+        if let Some(text) = self.metadata.extensions.text_for_model() {
+            return text.to_string();
         }
         match (&self.output, &self.error) {
             (Some(out), _) if self.is_ok() => out.text.clone(),

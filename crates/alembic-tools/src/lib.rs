@@ -33,6 +33,7 @@ pub mod capability;
 pub mod context;
 pub mod definition;
 pub mod events;
+pub mod extensions;
 pub mod gate;
 pub mod meta;
 pub mod middleware;
@@ -56,6 +57,7 @@ pub use definition::{
     handler_fn,
 };
 pub use events::{EventBus, ToolEvent, ToolEventKind};
+pub use extensions::{Extensions, MetadataExtension};
 pub use gate::{
     AllowlistGate, ReadOnlySafety, SafetyCheck, SafetyDecision, SafetyGate, trusted_caller,
 };
