@@ -67,7 +67,9 @@ pub use exploration::{
     Phase, PlanTracker, SignalDetector, Strategy, TextVerdict, ToolChoice,
 };
 pub use message::{Message, Role, ToolCallRequest};
-pub use middleware::{LoopDirectory, LoopMemory, MillisClock, memory_middlewares};
+pub use middleware::{
+    DedupMessage, IsNew, IsSubmit, LoopDirectory, LoopMemory, MillisClock, memory_middlewares,
+};
 pub use observation::{ToolObservation, is_submit_tool};
 pub use session::{
     CandidateSummary, CrossReference, DimensionDigest, DimensionReport, ProducerContext,

@@ -10,7 +10,7 @@
 //!   code pattern was already submitted in this loop.
 //! - **ObservationRecord** (after): the observation log of the loop's ActiveContext, and the
 //!   session cache (store results of read-only calls; clear it after side effects).
-//! - **TrackerSignal** (after): the exploration tracker's metrics; sets `metadata.is_new`.
+//! - **TrackerSignal** (after): the exploration tracker's metrics; sets [`IsNew`].
 //! - **TraceRecord** (after): the reasoning trace, with `is_new` from TrackerSignal.
 
 use alembic_base::{Clock, lock};
@@ -19,8 +19,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use alembic_tools::{
-    BeforeVerdict, CallResult, Middleware, MiddlewareError, MiddlewareSlot, PreparedCall,
-    ToolMetadata, ToolOutput, async_trait,
+    BeforeVerdict, CallResult, MetadataExtension, Middleware, MiddlewareError, MiddlewareSlot,
+    PreparedCall, ToolMetadata, ToolOutput, async_trait,
 };
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -33,6 +33,52 @@ use crate::session::{CacheKey, CachedResult, is_cacheable_tool};
 
 /// The clock of the session cache's TTLs; tests pass a `ManualClock`.
 pub type MillisClock = Arc<dyn Clock>;
+
+/// Set by TrackerSignal: whether the call brought new information (read by TraceRecord).
+/// Serialised as `"is_new"` in the call's metadata.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(transparent)]
+pub struct IsNew(pub bool);
+
+impl MetadataExtension for IsNew {
+    const KEY: &'static str = "is_new";
+}
+
+impl IsNew {
+    /// The flag in `meta`; false when TrackerSignal did not run.
+    pub fn of(meta: &ToolMetadata) -> bool {
+        meta.extensions.get::<IsNew>().is_some_and(|f| f.0)
+    }
+}
+
+/// Set by SubmitDedup on an accepted submission. Serialised as `"is_submit"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(transparent)]
+pub struct IsSubmit(pub bool);
+
+impl MetadataExtension for IsSubmit {
+    const KEY: &'static str = "is_submit";
+}
+
+impl IsSubmit {
+    /// The flag in `meta`; false when SubmitDedup did not set it.
+    pub fn of(meta: &ToolMetadata) -> bool {
+        meta.extensions.get::<IsSubmit>().is_some_and(|f| f.0)
+    }
+}
+
+/// Set by SubmitDedup when it refuses a duplicate: the warning the model sees instead of the
+/// refusal. Serialised as `"dedup_message"`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(transparent)]
+pub struct DedupMessage(pub String);
+
+impl MetadataExtension for DedupMessage {
+    const KEY: &'static str = "dedup_message";
+    fn text_for_model(&self) -> Option<&str> {
+        Some(&self.0)
+    }
+}
 
 /// Titles and code-pattern fingerprints submitted in one loop.
 #[derive(Debug, Default)]
@@ -288,7 +334,7 @@ impl Middleware for SubmitDedup {
         let mut ledger = lock(&memory.ledger);
         let reason = ledger.duplicate(&title, &norm, fp.as_deref());
         if let Some((reason, rule)) = reason {
-            meta.dedup_message = Some(format!("⚠ {reason}"));
+            meta.extensions.insert(DedupMessage(format!("⚠ {reason}")));
             return Ok(BeforeVerdict::Block {
                 reason,
                 rule: rule.to_string(),
@@ -325,7 +371,7 @@ impl Middleware for SubmitDedup {
             CallResult::Failed { .. } => false,
         };
         if accepted {
-            meta.is_submit = true;
+            meta.extensions.insert(IsSubmit(true));
         } else {
             // A failed or rejected submission may be corrected and submitted again.
             ledger.titles.remove(&title);
@@ -379,7 +425,7 @@ impl Middleware for ObservationRecord {
     }
 }
 
-/// Feeds the exploration tracker; sets `metadata.is_new`.
+/// Feeds the exploration tracker; sets [`IsNew`].
 #[derive(Debug)]
 pub struct TrackerSignal(pub Arc<LoopDirectory>);
 
@@ -401,7 +447,8 @@ impl Middleware for TrackerSignal {
             return Ok(());
         };
         if let Some(tracker) = &memory.tracker {
-            meta.is_new = lock(tracker).record_tool_call(&observation(call, result));
+            let is_new = lock(tracker).record_tool_call(&observation(call, result));
+            meta.extensions.insert(IsNew(is_new));
         }
         Ok(())
     }
@@ -429,7 +476,7 @@ impl Middleware for TraceRecord {
             return Ok(());
         };
         let obs = observation(call, result);
-        let is_new = meta.is_new;
+        let is_new = IsNew::of(meta);
         memory
             .coordinator
             .with_active(&memory.scope, |ac| ac.record_action(&obs, is_new))
@@ -440,6 +487,25 @@ impl Middleware for TraceRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_flags_serialise_under_their_old_metadata_keys() {
+        let mut meta = ToolMetadata::default();
+        meta.extensions.insert(IsNew(true));
+        meta.extensions.insert(DedupMessage("⚠ duplicate".into()));
+        meta.extensions.insert(IsSubmit(false));
+        let v = serde_json::to_value(&meta).unwrap();
+        assert_eq!(
+            (&v["is_new"], &v["dedup_message"], &v["is_submit"]),
+            (
+                &serde_json::json!(true),
+                &serde_json::json!("⚠ duplicate"),
+                &serde_json::json!(false)
+            )
+        );
+        assert!((IsNew::of(&meta), IsSubmit::of(&meta)) == (true, false));
+        assert!(!IsNew::of(&ToolMetadata::default()));
+    }
     use pretty_assertions::assert_eq;
 
     #[test]

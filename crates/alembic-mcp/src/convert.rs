@@ -68,8 +68,8 @@ fn error_result(outcome: &ToolOutcome) -> CallToolResult {
         Some(rule) => format!("error ({status}, rule {rule}): {error}"),
         None => format!("error ({status}): {error}"),
     };
-    if let Some(msg) = &outcome.metadata.dedup_message {
-        text = msg.clone();
+    if let Some(msg) = outcome.metadata.extensions.text_for_model() {
+        text = msg.to_string();
     }
     let mut result = CallToolResult::error(vec![ContentBlock::text(text)]);
     let mut detail = json!({ "status": status, "error": error });

@@ -12,12 +12,9 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 
+use crate::call::{CallResult, ToolMetadata, ToolOutput};
 use crate::canonical::{canonical_json, sha256_hex};
-use crate::definition::ToolOutput;
-use crate::pipeline::{
-    BeforeVerdict, CallResult, Middleware, MiddlewareError, MiddlewareSlot, PreparedCall,
-    ToolMetadata,
-};
+use crate::middleware::{BeforeVerdict, Middleware, MiddlewareError, MiddlewareSlot, PreparedCall};
 
 /// The cache key of a call; `extra` carries anything else the answer depends on (content hashes).
 pub fn cache_key(

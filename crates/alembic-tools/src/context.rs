@@ -4,34 +4,34 @@
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::capability::Allowlist;
-use crate::pipeline::{Pipeline, ToolCall, ToolOutcome};
+pub use crate::call::Caller;
+use crate::call::{ToolCall, ToolOutcome};
+use crate::events::{EventBus, ToolEvent, ToolEventKind};
 
-/// Who is calling, and which tools that caller may use.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Caller {
-    /// Stable identity for the audit log, e.g. `cli`, `mcp:claude-code`, `agent:chat`.
-    pub id: String,
-    /// The tools this caller may invoke. Enforced by the AllowlistGate.
-    pub allowlist: Allowlist,
-    /// Whether a person is present to approve calls; non-interactive callers refuse instead.
-    pub interactive: bool,
-}
-
-impl Caller {
-    pub fn new(id: impl Into<String>, allowlist: Allowlist) -> Self {
-        Caller {
-            id: id.into(),
-            allowlist,
-            interactive: false,
-        }
-    }
+/// What a [`ToolContext`] needs from the pipeline that runs its call: where, with which
+/// services and events, and a way to run nested calls through the same pipeline.
+///
+/// Implemented by `Pipeline`. It is a trait so that this module (and the definitions whose
+/// handlers receive a context) sit below the pipeline in the module graph instead of in a
+/// cycle with it. `Any` lets code that knows the concrete runner get it back
+/// (`ToolContext::pipeline`, for the meta tools' registry lookups).
+pub trait CallRunner: Any + Send + Sync {
+    fn project_root(&self) -> &Path;
+    fn services(&self) -> &Services;
+    fn events(&self) -> &EventBus;
+    /// Runs `call` with every gate, middleware and audit record of a top-level call.
+    fn run_nested(
+        self: Arc<Self>,
+        call: ToolCall,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'static, ToolOutcome>;
 }
 
 /// Typed, shared services handed to every handler (the reference's DI container).
@@ -99,7 +99,7 @@ pub struct ToolContext {
     /// Cancelled when the caller gives up or the call times out; long handlers should poll it.
     pub cancel: CancellationToken,
     pub services: Services,
-    pipeline: Arc<Pipeline>,
+    runner: Arc<dyn CallRunner>,
 }
 
 impl fmt::Debug for ToolContext {
@@ -114,28 +114,34 @@ impl fmt::Debug for ToolContext {
 
 impl ToolContext {
     pub(crate) fn new(
-        pipeline: Arc<Pipeline>,
+        runner: Arc<dyn CallRunner>,
         caller: Caller,
         call_id: String,
         parent_call_id: Option<String>,
         cancel: CancellationToken,
     ) -> Self {
         ToolContext {
-            project_root: pipeline.project_root().to_path_buf(),
-            services: pipeline.services().clone(),
+            project_root: runner.project_root().to_path_buf(),
+            services: runner.services().clone(),
             caller,
             call_id,
             parent_call_id,
             cancel,
-            pipeline,
+            runner,
         }
     }
 
     /// A context outside any pipeline call, for calling a handler directly (benchmarks,
     /// handler unit tests). Nested calls made through it are still full pipeline calls.
-    pub fn detached(pipeline: Arc<Pipeline>, caller: Caller) -> Self {
+    pub fn detached_with(runner: Arc<dyn CallRunner>, caller: Caller) -> Self {
         let id = uuid::Uuid::now_v7().to_string();
-        Self::new(pipeline, caller, id, None, CancellationToken::new())
+        Self::new(runner, caller, id, None, CancellationToken::new())
+    }
+
+    /// The runner of this call (the pipeline), as its concrete type when it is a `T`.
+    pub fn runner_as<T: CallRunner>(&self) -> Option<&T> {
+        let runner: &dyn Any = self.runner.as_ref();
+        runner.downcast_ref::<T>()
     }
 
     /// Looks up a shared service by type.
@@ -143,18 +149,13 @@ impl ToolContext {
         self.services.get::<T>()
     }
 
-    /// The pipeline this call runs in (for registry lookups by meta tools).
-    pub fn pipeline(&self) -> &Arc<Pipeline> {
-        &self.pipeline
-    }
-
     /// Reports progress of a long call (forwarded to MCP progress notifications and the CLI).
     pub fn progress(&self, message: impl Into<String>, fraction: Option<f64>) {
-        self.pipeline.events().send_with(|| {
-            crate::events::ToolEvent::new(
+        self.runner.events().send_with(|| {
+            ToolEvent::new(
                 &self.call_id,
                 "",
-                crate::events::ToolEventKind::Progress {
+                ToolEventKind::Progress {
                     message: message.into(),
                     fraction,
                 },
@@ -166,8 +167,8 @@ impl ToolContext {
     /// and every gate, middleware and audit record of a top-level call.
     pub async fn call_tool(&self, name: &str, args: Value) -> ToolOutcome {
         let call = ToolCall::new(name, args, self.caller.clone()).with_parent(&self.call_id);
-        self.pipeline
-            .execute_with_cancel(call, self.cancel.child_token())
+        Arc::clone(&self.runner)
+            .run_nested(call, self.cancel.child_token())
             .await
     }
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use crate::call::ToolOutput;
 use crate::context::ToolContext;
 
 /// The seed's twelve tool modules. Every tool belongs to exactly one.
@@ -111,28 +112,6 @@ impl EffectClass {
 impl fmt::Display for EffectClass {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
-    }
-}
-
-/// A tool's successful result: structured data for programs plus a compact text for the model.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolOutput {
-    pub data: Value,
-    pub text: String,
-}
-
-impl ToolOutput {
-    pub fn new(data: Value, text: impl Into<String>) -> Self {
-        ToolOutput {
-            data,
-            text: text.into(),
-        }
-    }
-
-    /// Output whose text rendering is the pretty-printed JSON itself.
-    pub fn json(data: Value) -> Self {
-        let text = serde_json::to_string_pretty(&data).unwrap_or_default();
-        ToolOutput { data, text }
     }
 }
 

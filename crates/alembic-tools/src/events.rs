@@ -3,7 +3,7 @@
 use serde::Serialize;
 use tokio::sync::broadcast;
 
-use crate::pipeline::OutcomeStatus;
+use crate::call::OutcomeStatus;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]

@@ -27,12 +27,16 @@
 pub mod args;
 pub mod audit;
 pub mod cache;
+pub mod call;
 pub mod canonical;
 pub mod capability;
 pub mod context;
 pub mod definition;
 pub mod events;
+pub mod extensions;
+pub mod gate;
 pub mod meta;
+pub mod middleware;
 pub mod pipeline;
 pub mod redact;
 pub mod registry;
@@ -43,18 +47,22 @@ pub use audit::{
     AuditEntry, AuditError, AuditInput, AuditLog, AuditRecord, AuditSink, VerifyReport,
 };
 pub use cache::{ResultCache, cache_key};
+pub use call::{
+    CallResult, Caller, OutcomeStatus, ToolCall, ToolMetadata, ToolOutcome, ToolOutput,
+};
 pub use capability::{Allowlist, PresetCatalog, PresetError};
-pub use context::{Caller, Services, ServicesBuilder, ToolContext};
+pub use context::{CallRunner, Services, ServicesBuilder, ToolContext};
 pub use definition::{
-    EffectClass, HandlerFuture, ToolDefinition, ToolError, ToolHandler, ToolModule, ToolOutput,
-    ToolSchema, handler_fn,
+    EffectClass, HandlerFuture, ToolDefinition, ToolError, ToolHandler, ToolModule, ToolSchema,
+    handler_fn,
 };
 pub use events::{EventBus, ToolEvent, ToolEventKind};
-pub use pipeline::{
-    AllowlistGate, BeforeVerdict, CallResult, DEFAULT_TIMEOUT, Middleware, MiddlewareError,
-    MiddlewareSlot, OutcomeStatus, Pipeline, PipelineBuilder, PreparedCall, ReadOnlySafety,
-    SafetyCheck, SafetyDecision, SafetyGate, ToolCall, ToolMetadata, ToolOutcome, trusted_caller,
+pub use extensions::{Extensions, MetadataExtension};
+pub use gate::{
+    AllowlistGate, ReadOnlySafety, SafetyCheck, SafetyDecision, SafetyGate, trusted_caller,
 };
+pub use middleware::{BeforeVerdict, Middleware, MiddlewareError, MiddlewareSlot, PreparedCall};
+pub use pipeline::{DEFAULT_TIMEOUT, Pipeline, PipelineBuilder};
 pub use registry::{RegisteredTool, RegistryError, ToolRegistry, is_snake_case};
 pub use typed::{ToolArgs, TypedTool, args_schema, parse_args};
 

@@ -33,9 +33,16 @@ fn get_tool_details() -> ToolDefinition {
     )
 }
 
+/// The registry of the pipeline running the call: the tools a meta tool may talk about.
+fn registry_of(ctx: &ToolContext) -> Result<&ToolRegistry, ToolError> {
+    ctx.pipeline()
+        .map(|p| p.registry().as_ref())
+        .ok_or_else(|| ToolError::failed("meta tools run only inside a pipeline"))
+}
+
 fn tool_details(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
     let name = args["toolName"].as_str().unwrap_or_default();
-    let registry = ctx.pipeline().registry();
+    let registry = registry_of(ctx)?;
     let allow = &ctx.caller.allowlist;
     // A tool outside the caller's capability is reported exactly like a missing one.
     let Some(tool) = registry.get(name).filter(|_| allow.allows(name)) else {
@@ -101,7 +108,7 @@ fn plan_task() -> ToolDefinition {
 fn record_plan(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
     let goal = args["goal"].as_str().unwrap_or_default().trim().to_string();
     let steps = args["steps"].as_array().cloned().unwrap_or_default();
-    let registry = ctx.pipeline().registry();
+    let registry = registry_of(ctx)?;
     let mut unknown = BTreeSet::new();
     for step in &steps {
         if let Some(tool) = step.get("tool").and_then(Value::as_str)

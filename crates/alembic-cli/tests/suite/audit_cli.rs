@@ -51,8 +51,8 @@ fn every_call_is_audited_and_the_chain_verifies() {
         .stdout(predicate::str::contains("ok: 3 records"));
 }
 
-#[test]
-fn verify_names_the_first_bad_record_and_fails() {
+/// Three audited calls, then `tamper` (SQL) on the database: verify must fail naming #2.
+fn assert_tamper_breaks_record_2(tamper: &str) {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path();
     for _ in 0..3 {
@@ -69,17 +69,23 @@ fn verify_names_the_first_bad_record_and_fails() {
     }
     let conn =
         alembic_store::rusqlite::Connection::open(alembic_store::project_db_path(p)).unwrap();
-    conn.execute(
-        "update audit_log set caller = 'someone-else' where seq = 2",
-        [],
-    )
-    .unwrap();
+    assert_eq!(conn.execute(tamper, []).unwrap(), 1);
     drop(conn);
     alembic(p)
         .args(["audit", "verify"])
         .assert()
         .code(1)
         .stdout(predicate::str::contains("broken at record #2"));
+}
+
+#[test]
+fn verify_names_the_first_bad_record_and_fails() {
+    assert_tamper_breaks_record_2("update audit_log set caller = 'someone-else' where seq = 2");
+}
+
+#[test]
+fn verify_fails_on_whitespace_appended_to_stored_args() {
+    assert_tamper_breaks_record_2("update audit_log set args = args || ' ' where seq = 2");
 }
 
 #[test]

@@ -6,8 +6,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use alembic_context::{
-    ActiveContextOptions, BudgetProfile, ExplorationBudget, ExplorationTracker, LoopDirectory,
-    LoopMemory, MemoryCoordinator, ScopeId, SessionStore, Strategy, memory_middlewares,
+    ActiveContextOptions, BudgetProfile, ExplorationBudget, ExplorationTracker, IsNew, IsSubmit,
+    LoopDirectory, LoopMemory, MemoryCoordinator, ScopeId, SessionStore, Strategy,
+    memory_middlewares,
 };
 use alembic_tools::{
     Allowlist, Caller, EffectClass, OutcomeStatus, Pipeline, PreparedCall, SafetyCheck,
@@ -268,7 +269,9 @@ fn a_duplicate_submission_is_refused_before_it_is_written() {
             json!({"title": "Shared client", "content": code})
         )
         .metadata
-        .is_submit
+        .extensions
+        .get::<IsSubmit>()
+            == Some(&IsSubmit(true))
     );
     let dup = run(
         &f,
@@ -293,9 +296,13 @@ fn a_duplicate_submission_is_refused_before_it_is_written() {
 fn after_hooks_feed_working_memory_then_the_tracker_then_the_trace() {
     let f = fixture();
     let out = run(&f, "search_project_code", json!({"pattern": "Alamofire"}));
-    assert!(out.metadata.is_new);
+    assert_eq!(out.metadata.extensions.get::<IsNew>(), Some(&IsNew(true)));
     let again = run(&f, "search_project_code", json!({"pattern": "Alamofire"}));
-    assert!(!again.metadata.is_new, "a cached repeat brings nothing new");
+    assert_eq!(
+        again.metadata.extensions.get::<IsNew>(),
+        Some(&IsNew(false)),
+        "a cached repeat brings nothing new"
+    );
     f.coordinator
         .with_active(&f.scope, |ac| {
             assert_eq!(ac.total_observations(), 2);

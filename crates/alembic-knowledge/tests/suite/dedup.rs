@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use alembic_context::middleware::SubmitDedup;
+use alembic_context::middleware::{IsSubmit, SubmitDedup};
 use alembic_context::{LoopDirectory, LoopMemory, MemoryCoordinator, ScopeId};
 use alembic_knowledge::tools::TOOL_NAMES;
 use alembic_knowledge::{KnowledgeService, register_tools};
@@ -82,7 +82,7 @@ async fn a_repeated_title_or_pattern_is_refused_before_it_is_written() {
         .call("submit_knowledge", submission("Retry requests", PATTERN))
         .await;
     assert!(
-        first.is_ok() && first.metadata.is_submit,
+        first.is_ok() && first.metadata.extensions.get::<IsSubmit>() == Some(&IsSubmit(true)),
         "{}",
         first.text_for_model()
     );
@@ -120,7 +120,7 @@ async fn a_rejected_submission_can_be_corrected_and_resubmitted() {
         .await;
     assert!(bad.is_ok());
     assert_eq!(bad.output.as_ref().unwrap().data["status"], "rejected");
-    assert!(!bad.metadata.is_submit);
+    assert_eq!(bad.metadata.extensions.get::<IsSubmit>(), None);
     let fixed = l
         .call("submit_knowledge", json!({"title": "Timeouts", "content": {"markdown": "Every request times out after 30 s."}}))
         .await;

@@ -147,20 +147,117 @@ fn case_9_a_torn_record_is_incomplete_not_tampering_and_the_writer_appends_after
 }
 
 #[test]
-fn case_10_reformatting_verifies_but_a_value_change_does_not() {
+fn case_10_reformatting_or_a_value_change_breaks() {
+    // verify hashes the stored text, so an equivalent reformatting is a change too
     let (_d, conn) = db_with(4);
     conn.execute(
         "update audit_log set args = '{ \"n\" : 2,\n \"pattern\" : \"p2\" }' where seq = 2",
         [],
     )
     .unwrap();
-    assert_eq!(first_break(&conn), None);
+    assert_eq!(first_break(&conn), Some(2));
+    let (_d, conn) = db_with(4);
     conn.execute(
         "update audit_log set args = '{\"n\":3,\"pattern\":\"p2\"}' where seq = 2",
         [],
     )
     .unwrap();
     assert_eq!(first_break(&conn), Some(2));
+}
+
+#[test]
+fn whitespace_appended_to_the_stored_args_breaks_that_record() {
+    let (_d, conn) = db_with(4);
+    conn.execute("update audit_log set args = args || ' ' where seq = 3", [])
+        .unwrap();
+    let b = verify(&conn).unwrap().first_break.unwrap();
+    assert_eq!(
+        (b.seq, b.reason.as_str()),
+        (3, "record contents do not match its hash (modified)")
+    );
+}
+
+/// Five records whose nullable columns all hold text, so that every column has bytes.
+fn full_db() -> (tempfile::TempDir, Connection) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut conn = open_audit_db(&dir.path().join("a.db")).unwrap();
+    let entries: Vec<_> = (1..=5)
+        .map(|i| AuditEntry {
+            parent_call_id: Some(format!("parent-{i}")),
+            rule: Some("path.escape".into()),
+            output_sha256: Some("cd".repeat(32)),
+            ..entry(i)
+        })
+        .collect();
+    append_entries(&mut conn, &entries).unwrap();
+    (dir, conn)
+}
+
+#[test]
+fn a_changed_byte_in_any_stored_column_breaks_that_record() {
+    let text_columns = [
+        "ts",
+        "call_id",
+        "parent_call_id",
+        "caller",
+        "tool",
+        "args",
+        "args_sha256",
+        "verdict",
+        "rule",
+        "outcome",
+        "output_sha256",
+        "prev_hash",
+        "hash",
+    ];
+    for column in text_columns {
+        for (what, sql) in [
+            // the first byte and the last byte, each replaced by another one
+            (
+                "first byte",
+                format!(
+                    "update audit_log set {column} = (case when substr({column}, 1, 1) = 'x' then 'y' else 'x' end) || substr({column}, 2) where seq = 3"
+                ),
+            ),
+            (
+                "last byte",
+                format!(
+                    "update audit_log set {column} = substr({column}, 1, length({column}) - 1) || (case when substr({column}, -1) = 'x' then 'y' else 'x' end) where seq = 3"
+                ),
+            ),
+            // the same bytes stored as a blob, and bytes that are not UTF-8
+            (
+                "blob",
+                format!("update audit_log set {column} = cast({column} as blob) where seq = 3"),
+            ),
+            (
+                "not utf-8",
+                format!("update audit_log set {column} = cast(x'ff' as text) where seq = 3"),
+            ),
+        ] {
+            let (_d, conn) = full_db();
+            assert_eq!(conn.execute(&sql, []).unwrap(), 1);
+            assert_eq!(first_break(&conn), Some(3), "{what} of {column}");
+        }
+    }
+    let (_d, conn) = full_db();
+    conn.execute(
+        "update audit_log set duration_us = duration_us + 1 where seq = 3",
+        [],
+    )
+    .unwrap();
+    assert_eq!(first_break(&conn), Some(3), "duration_us");
+    let (_d, conn) = full_db();
+    conn.execute(
+        "update audit_log set duration_us = duration_us + 0.5 where seq = 3",
+        [],
+    )
+    .unwrap();
+    assert_eq!(first_break(&conn), Some(3), "duration_us as a real");
+    let (_d, conn) = full_db();
+    conn.execute("update audit_log set seq = 6 where seq = 5", [])
+        .unwrap();
+    assert_eq!(first_break(&conn), Some(6), "seq");
 }
 
 #[test]

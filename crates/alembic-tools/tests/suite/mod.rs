@@ -1,4 +1,5 @@
 mod audit;
+mod module_graph;
 mod normalise;
 mod pipeline;
 mod support;

@@ -1,26 +1,33 @@
 //! The audit log: one hash-chained record per attempted tool call, in the project database.
 //!
-//! `hash = SHA-256("alembic-audit-v1\0" || prev || "\0" || canonical JSON of the record)`.
+//! `hash = SHA-256("alembic-audit-v1\0" || prev || "\0" || {"args":<stored args>,...})`: the
+//! JSON object of the record's columns with sorted keys, where every column appears as the
+//! exact text stored in its row (the args column is stored canonical JSON and hashed as stored,
+//! not re-derived). So what is stored is what was hashed, and [`verify`] hashes the stored
+//! bytes: changing any byte of any column breaks the record.
 //! The chain is extended inside an immediate transaction, so concurrent writers (threads or
 //! processes) serialise on SQLite's write lock and never fork the chain. Records are written
 //! by a background thread so that a tool call only pays for a channel send; `flush` waits for
 //! everything sent so far to be on disk.
 
-use alembic_base::{Clock, SystemClock, lock};
+mod verify;
+mod writer;
+
 use std::path::Path;
-use std::sync::Mutex;
-use std::sync::mpsc::{self, Receiver, Sender};
-use std::thread::JoinHandle;
 use std::time::SystemTime;
 
+use alembic_base::{Clock, SystemClock};
 use alembic_store::rusqlite::{self, Connection, OptionalExtension, params};
 use alembic_store::{Migration, StoreError};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::call::{ToolCall, ToolOutcome};
 use crate::canonical::{canonical_json, sha256_hex};
-use crate::pipeline::{ToolCall, ToolOutcome};
 use crate::redact::{redact_text, redact_value};
+
+pub use verify::{ChainBreak, VerifyReport, verify};
+pub use writer::AuditLog;
 
 const COMPONENT: &str = "audit";
 const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -177,33 +184,73 @@ pub struct AuditRecord {
     pub hash: Option<String>,
 }
 
-/// The hash of a record: SHA-256 of the domain, the previous hash and the canonical JSON of
-/// the record's fields. `args_json` is the canonical form of `e.args` (the caller has it
-/// already for the row). Written field by field, keys in sorted order, rather than through
-/// a `json!` value: this runs once per tool call on the audit thread, and building the value
-/// copied every field.
-fn record_hash(seq: i64, e: &AuditEntry, prev: &str, args_json: &str) -> String {
-    let mut text = Vec::with_capacity(320 + args_json.len());
-    text.extend_from_slice(DOMAIN.as_bytes());
-    text.push(0);
-    text.extend_from_slice(prev.as_bytes());
-    text.push(0);
-    text.extend_from_slice(b"{\"args\":");
-    text.extend_from_slice(args_json.as_bytes());
-    hash_field(&mut text, "args_sha256", &e.args_sha256);
-    hash_field(&mut text, "call_id", &e.call_id);
-    hash_field(&mut text, "caller", &e.caller);
-    hash_field(&mut text, "duration_us", &e.duration_us);
-    hash_field(&mut text, "outcome", &e.outcome);
-    hash_field(&mut text, "output_sha256", &e.output_sha256);
-    hash_field(&mut text, "parent_call_id", &e.parent_call_id);
-    hash_field(&mut text, "rule", &e.rule);
-    hash_field(&mut text, "seq", &seq);
-    hash_field(&mut text, "tool", &e.tool);
-    hash_field(&mut text, "ts", &e.ts);
-    hash_field(&mut text, "verdict", &e.verdict);
-    text.push(b'}');
-    sha256_hex(&text)
+/// The columns a record's hash covers, as the very strings bound into its row (and as
+/// [`verify`] reads them back). `seq`, `prev_hash` and `hash` are covered by the chain checks.
+pub(crate) struct HashedColumns<'a> {
+    pub seq: i64,
+    pub ts: &'a str,
+    pub call_id: &'a str,
+    pub parent_call_id: Option<&'a str>,
+    pub caller: &'a str,
+    pub tool: &'a str,
+    /// The stored args text: canonical JSON when written, hashed as it is.
+    pub args: &'a str,
+    pub args_sha256: &'a str,
+    pub verdict: &'a str,
+    pub rule: Option<&'a str>,
+    pub outcome: &'a str,
+    pub output_sha256: Option<&'a str>,
+    pub duration_us: i64,
+}
+
+impl<'a> HashedColumns<'a> {
+    /// The columns of a new record; `args_json` is the canonical form of `e.args`.
+    fn of(seq: i64, e: &'a AuditEntry, args_json: &'a str) -> Self {
+        HashedColumns {
+            seq,
+            ts: &e.ts,
+            call_id: &e.call_id,
+            parent_call_id: e.parent_call_id.as_deref(),
+            caller: &e.caller,
+            tool: &e.tool,
+            args: args_json,
+            args_sha256: &e.args_sha256,
+            verdict: &e.verdict,
+            rule: e.rule.as_deref(),
+            outcome: &e.outcome,
+            output_sha256: e.output_sha256.as_deref(),
+            duration_us: e.duration_us,
+        }
+    }
+
+    /// SHA-256 of the domain, the previous hash and the JSON object of the columns, keys in
+    /// sorted order. Written field by field rather than through a `json!` value: this runs
+    /// once per tool call on the audit thread, and building the value copied every field.
+    /// For a new record it equals the hash as first defined (canonical JSON of the record),
+    /// so logs written before verify hashed the stored bytes still verify.
+    pub(crate) fn hash(&self, prev: &str) -> String {
+        let mut text = Vec::with_capacity(320 + self.args.len());
+        text.extend_from_slice(DOMAIN.as_bytes());
+        text.push(0);
+        text.extend_from_slice(prev.as_bytes());
+        text.push(0);
+        text.extend_from_slice(b"{\"args\":");
+        text.extend_from_slice(self.args.as_bytes());
+        hash_field(&mut text, "args_sha256", self.args_sha256);
+        hash_field(&mut text, "call_id", self.call_id);
+        hash_field(&mut text, "caller", self.caller);
+        hash_field(&mut text, "duration_us", &self.duration_us);
+        hash_field(&mut text, "outcome", self.outcome);
+        hash_field(&mut text, "output_sha256", &self.output_sha256);
+        hash_field(&mut text, "parent_call_id", &self.parent_call_id);
+        hash_field(&mut text, "rule", &self.rule);
+        hash_field(&mut text, "seq", &self.seq);
+        hash_field(&mut text, "tool", self.tool);
+        hash_field(&mut text, "ts", self.ts);
+        hash_field(&mut text, "verdict", self.verdict);
+        text.push(b'}');
+        sha256_hex(&text)
+    }
 }
 
 fn hash_field<T: Serialize + ?Sized>(out: &mut Vec<u8>, key: &str, value: &T) {
@@ -244,21 +291,23 @@ pub fn append_entries(conn: &mut Connection, entries: &[AuditEntry]) -> Result<(
         for e in entries {
             seq += 1;
             let args_json = canonical_json(&e.args);
-            let hash = record_hash(seq, e, &prev, &args_json);
+            // The row is bound from the same strings the hash is computed over.
+            let c = HashedColumns::of(seq, e, &args_json);
+            let hash = c.hash(&prev);
             stmt.execute(params![
-                seq,
-                e.ts,
-                e.call_id,
-                e.parent_call_id,
-                e.caller,
-                e.tool,
-                args_json,
-                e.args_sha256,
-                e.verdict,
-                e.rule,
-                e.outcome,
-                e.output_sha256,
-                e.duration_us,
+                c.seq,
+                c.ts,
+                c.call_id,
+                c.parent_call_id,
+                c.caller,
+                c.tool,
+                c.args,
+                c.args_sha256,
+                c.verdict,
+                c.rule,
+                c.outcome,
+                c.output_sha256,
+                c.duration_us,
                 prev,
                 hash
             ])?;
@@ -293,7 +342,7 @@ fn row_to_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<AuditRecord> {
     })
 }
 
-const SELECT_RECORD: &str =
+pub(crate) const SELECT_RECORD: &str =
     "select seq, ts, call_id, parent_call_id, caller, tool, args, args_sha256, verdict, rule,
         outcome, output_sha256, duration_us, prev_hash, hash from audit_log";
 
@@ -316,205 +365,6 @@ pub fn records_for_call(conn: &Connection, call_id: &str) -> Result<Vec<AuditRec
         .query_map(params![call_id], row_to_record)?
         .collect::<Result<_, _>>()?;
     Ok(rows)
-}
-
-/// The first record that breaks the chain.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ChainBreak {
-    pub seq: i64,
-    pub reason: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct VerifyReport {
-    pub records: u64,
-    pub first_break: Option<ChainBreak>,
-    /// Records without a hash (a writer died mid-record): not tampering, reported apart.
-    pub incomplete: Vec<i64>,
-}
-
-impl VerifyReport {
-    pub fn is_intact(&self) -> bool {
-        self.first_break.is_none()
-    }
-}
-
-/// Walks the whole chain and reports the first record that does not fit.
-pub fn verify(conn: &Connection) -> Result<VerifyReport, AuditError> {
-    let mut stmt = conn.prepare(&format!("{SELECT_RECORD} order by seq"))?;
-    let rows = stmt.query_map([], row_to_record)?;
-    let mut report = VerifyReport {
-        records: 0,
-        first_break: None,
-        incomplete: Vec::new(),
-    };
-    let mut expected_seq = 1i64;
-    let mut prev = GENESIS.to_string();
-    for row in rows {
-        let rec = row?;
-        report.records += 1;
-        if report.first_break.is_some() {
-            continue;
-        }
-        if let Some(reason) = check_record(&rec, expected_seq, &prev) {
-            report.first_break = Some(ChainBreak {
-                seq: rec.seq,
-                reason,
-            });
-            continue;
-        }
-        expected_seq = rec.seq + 1;
-        match &rec.hash {
-            Some(h) => prev = h.clone(),
-            None => report.incomplete.push(rec.seq),
-        }
-    }
-    Ok(report)
-}
-
-fn check_record(rec: &AuditRecord, expected_seq: i64, prev: &str) -> Option<String> {
-    if rec.seq != expected_seq {
-        return Some(format!(
-            "sequence jumps from {} to {} (records missing or reordered)",
-            expected_seq - 1,
-            rec.seq
-        ));
-    }
-    if rec.prev_hash != prev {
-        return Some("previous-hash link does not match the record before it".into());
-    }
-    let hash = rec.hash.as_ref()?;
-    if *hash != record_hash(rec.seq, &rec.entry, prev, &canonical_json(&rec.entry.args)) {
-        return Some("record contents do not match its hash (modified)".into());
-    }
-    None
-}
-
-// Unboxed on purpose: a box per record is one more allocation the caller makes and the
-// writer thread frees, and cross-thread frees showed up in the per-call profile.
-enum WriterMsg {
-    Entry(AuditEntry),
-    Input(AuditInput),
-    Flush(Sender<Result<(), String>>),
-}
-
-/// The SQLite audit sink with a background writer thread.
-pub struct AuditLog {
-    tx: Mutex<Option<Sender<WriterMsg>>>,
-    worker: Mutex<Option<JoinHandle<()>>>,
-}
-
-impl std::fmt::Debug for AuditLog {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("AuditLog")
-    }
-}
-
-impl AuditLog {
-    /// Opens (creating) the audit table in the database at `path` and starts the writer.
-    pub fn open(path: &Path) -> Result<Self, AuditError> {
-        let conn = open_audit_db(path)?;
-        let (tx, rx) = mpsc::channel();
-        let worker = std::thread::Builder::new()
-            .name("alembic-audit".into())
-            .spawn(move || writer_loop(conn, rx))
-            .map_err(|_| AuditError::WriterGone)?;
-        Ok(AuditLog {
-            tx: Mutex::new(Some(tx)),
-            worker: Mutex::new(Some(worker)),
-        })
-    }
-
-    /// Opens the audit log of a project (`<root>/.alembic/alembic.db`).
-    pub fn open_project(root: &Path) -> Result<Self, AuditError> {
-        let conn = alembic_store::open_project(root)?;
-        drop(conn);
-        Self::open(&alembic_store::project_db_path(root))
-    }
-
-    /// Blocks until every entry sent before this call is committed.
-    pub fn flush(&self) -> Result<(), AuditError> {
-        let (ack_tx, ack_rx) = mpsc::channel();
-        {
-            let guard = lock(&self.tx);
-            let tx = guard.as_ref().ok_or(AuditError::WriterGone)?;
-            tx.send(WriterMsg::Flush(ack_tx))
-                .map_err(|_| AuditError::WriterGone)?;
-        }
-        match ack_rx.recv() {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(AuditError::Sqlite(rusqlite::Error::InvalidParameterName(e))),
-            Err(_) => Err(AuditError::WriterGone),
-        }
-    }
-}
-
-impl AuditLog {
-    fn send(&self, msg: WriterMsg) {
-        let guard = lock(&self.tx);
-        if let Some(tx) = guard.as_ref()
-            && tx.send(msg).is_err()
-        {
-            tracing::error!("audit writer has stopped; a record was lost");
-        }
-    }
-}
-
-impl AuditSink for AuditLog {
-    fn record(&self, entry: AuditEntry) {
-        self.send(WriterMsg::Entry(entry));
-    }
-
-    fn record_input(&self, input: AuditInput) {
-        self.send(WriterMsg::Input(input));
-    }
-}
-
-impl Drop for AuditLog {
-    fn drop(&mut self) {
-        // Closing the channel lets the writer drain what is queued and exit.
-        lock(&self.tx).take();
-        if let Some(handle) = lock(&self.worker).take() {
-            let _ = handle.join();
-        }
-    }
-}
-
-fn writer_loop(mut conn: Connection, rx: Receiver<WriterMsg>) {
-    let mut pending: Vec<AuditEntry> = Vec::new();
-    let mut acks: Vec<Sender<Result<(), String>>> = Vec::new();
-    while let Ok(first) = rx.recv() {
-        let mut next = Some(first);
-        while let Some(msg) = next {
-            match msg {
-                WriterMsg::Entry(e) => pending.push(e),
-                WriterMsg::Input(i) => pending.push(i.into_entry()),
-                WriterMsg::Flush(ack) => acks.push(ack),
-            }
-            next = if pending.len() >= 512 {
-                None
-            } else {
-                rx.try_recv().ok()
-            };
-        }
-        let result = write_with_retry(&mut conn, &pending);
-        if let Err(e) = &result {
-            tracing::error!("audit write failed, {} records lost: {e}", pending.len());
-        }
-        pending.clear();
-        for ack in acks.drain(..) {
-            let _ = ack.send(result.clone());
-        }
-    }
-}
-
-fn write_with_retry(conn: &mut Connection, entries: &[AuditEntry]) -> Result<(), String> {
-    if entries.is_empty() {
-        return Ok(());
-    }
-    append_entries(conn, entries)
-        .or_else(|_| append_entries(conn, entries))
-        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -560,9 +410,38 @@ mod tests {
         ] {
             let args_json = canonical_json(&e.args);
             assert_eq!(
-                record_hash(7, &e, GENESIS, &args_json),
+                HashedColumns::of(7, &e, &args_json).hash(GENESIS),
                 hash_as_defined(7, &e, GENESIS)
             );
         }
+    }
+
+    #[test]
+    fn records_stored_as_the_first_writer_stored_them_still_verify() {
+        // The first writer stored canonical_json(args) and hashed the record as defined above:
+        // verify, which now hashes the stored text, must accept such a log unchanged.
+        let dir = tempfile::tempdir().unwrap();
+        let conn = open_audit_db(&dir.path().join("old.db")).unwrap();
+        let mut prev = GENESIS.to_string();
+        for (seq, e) in [
+            (1, entry(None, None, None)),
+            (2, entry(Some("p"), Some("path.escape"), Some("cd"))),
+        ] {
+            let hash = hash_as_defined(seq, &e, &prev);
+            conn.execute(
+                "insert into audit_log (seq, ts, call_id, parent_call_id, caller, tool, args,
+                     args_sha256, verdict, rule, outcome, output_sha256, duration_us, prev_hash, hash)
+                 values (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+                params![
+                    seq, e.ts, e.call_id, e.parent_call_id, e.caller, e.tool,
+                    canonical_json(&e.args), e.args_sha256, e.verdict, e.rule, e.outcome,
+                    e.output_sha256, e.duration_us, prev, hash
+                ],
+            )
+            .unwrap();
+            prev = hash;
+        }
+        let report = verify(&conn).unwrap();
+        assert_eq!((report.records, report.first_break), (2, None));
     }
 }

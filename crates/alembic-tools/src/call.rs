@@ -1,0 +1,213 @@
+//! The values a call is made of: the request ([`ToolCall`], its [`Caller`]), what a handler
+//! produces ([`ToolOutput`], [`CallResult`]) and what the caller receives ([`ToolOutcome`] with
+//! its [`ToolMetadata`]). Plain data, at the bottom of the module graph: every other module
+//! may use it and it uses none of them but argument normalisation and capabilities.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::args::{Coercion, Rename};
+use crate::capability::Allowlist;
+use crate::extensions::Extensions;
+
+/// Who is calling, and which tools that caller may use.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Caller {
+    /// Stable identity for the audit log, e.g. `cli`, `mcp:claude-code`, `agent:chat`.
+    pub id: String,
+    /// The tools this caller may invoke. Enforced by the AllowlistGate.
+    pub allowlist: Allowlist,
+    /// Whether a person is present to approve calls; non-interactive callers refuse instead.
+    pub interactive: bool,
+}
+
+impl Caller {
+    pub fn new(id: impl Into<String>, allowlist: Allowlist) -> Self {
+        Caller {
+            id: id.into(),
+            allowlist,
+            interactive: false,
+        }
+    }
+}
+
+/// A request to run a tool.
+#[derive(Debug, Clone)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub args: Value,
+    pub caller: Caller,
+    pub parent_call_id: Option<String>,
+}
+
+impl ToolCall {
+    pub fn new(name: impl Into<String>, args: Value, caller: Caller) -> Self {
+        ToolCall {
+            id: uuid::Uuid::now_v7().to_string(),
+            name: name.into(),
+            args,
+            caller,
+            parent_call_id: None,
+        }
+    }
+
+    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+        self.id = id.into();
+        self
+    }
+
+    pub fn with_parent(mut self, parent: &str) -> Self {
+        self.parent_call_id = Some(parent.to_string());
+        self
+    }
+}
+
+/// A tool's successful result: structured data for programs plus a compact text for the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolOutput {
+    pub data: Value,
+    pub text: String,
+}
+
+impl ToolOutput {
+    pub fn new(data: Value, text: impl Into<String>) -> Self {
+        ToolOutput {
+            data,
+            text: text.into(),
+        }
+    }
+
+    /// Output whose text rendering is the pretty-printed JSON itself.
+    pub fn json(data: Value) -> Self {
+        let text = serde_json::to_string_pretty(&data).unwrap_or_default();
+        ToolOutput { data, text }
+    }
+}
+
+/// Flags and measurements that middlewares read and write during one call.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolMetadata {
+    pub cache_hit: bool,
+    pub blocked: bool,
+    #[serde(with = "duration_ms")]
+    pub duration: Duration,
+    /// Typed entries of other crates' middlewares (alembic-context's `IsNew`, `IsSubmit`,
+    /// `DedupMessage`), each serialised under its own key at this level.
+    #[serde(flatten)]
+    pub extensions: Extensions,
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub renames: Vec<Rename>,
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub coercions: Vec<Coercion>,
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub unmatched: Vec<String>,
+    /// Problems inside `after` hooks; they never change the outcome.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub hook_errors: Vec<String>,
+}
+
+mod duration_ms {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64() * 1000.0)
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let ms = f64::deserialize(d)?;
+        Ok(Duration::from_secs_f64(ms.max(0.0) / 1000.0))
+    }
+}
+
+/// How a call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutcomeStatus {
+    Ok,
+    Error,
+    Blocked,
+    InvalidArguments,
+    UnknownTool,
+    TimedOut,
+    Cancelled,
+}
+
+impl OutcomeStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OutcomeStatus::Ok => "ok",
+            OutcomeStatus::Error => "error",
+            OutcomeStatus::Blocked => "blocked",
+            OutcomeStatus::InvalidArguments => "invalid_arguments",
+            OutcomeStatus::UnknownTool => "unknown_tool",
+            OutcomeStatus::TimedOut => "timed_out",
+            OutcomeStatus::Cancelled => "cancelled",
+        }
+    }
+
+    /// CLI exit code: 0 ok, 1 tool error, 2 usage or validation error, 3 refused by policy.
+    pub fn exit_code(self) -> i32 {
+        match self {
+            OutcomeStatus::Ok => 0,
+            OutcomeStatus::Error | OutcomeStatus::TimedOut | OutcomeStatus::Cancelled => 1,
+            OutcomeStatus::InvalidArguments | OutcomeStatus::UnknownTool => 2,
+            OutcomeStatus::Blocked => 3,
+        }
+    }
+}
+
+/// What the handler (or a short-circuiting hook) produced, as `after` hooks see it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallResult {
+    Ok(ToolOutput),
+    Failed {
+        status: OutcomeStatus,
+        error: String,
+        rule: Option<String>,
+    },
+}
+
+/// The result of one call as its caller receives it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolOutcome {
+    pub call_id: String,
+    pub tool: String,
+    pub status: OutcomeStatus,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<ToolOutput>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The rule that decided a refusal.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
+    /// "Did you mean" names for an unknown tool.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub suggestions: Vec<String>,
+    pub metadata: ToolMetadata,
+}
+
+impl ToolOutcome {
+    pub fn is_ok(&self) -> bool {
+        self.status == OutcomeStatus::Ok
+    }
+
+    /// The text a model should see: an extension's replacement text (a dedup refusal's
+    /// warning), else the compact rendering, or the error with its rule.
+    pub fn text_for_model(&self) -> String {
+        if let Some(text) = self.metadata.extensions.text_for_model() {
+            return text.to_string();
+        }
+        match (&self.output, &self.error) {
+            (Some(out), _) if self.is_ok() => out.text.clone(),
+            (_, Some(err)) => format!("error ({}): {err}", self.status.as_str()),
+            _ => format!("error ({})", self.status.as_str()),
+        }
+    }
+
+    pub(crate) fn with_suggestions(mut self, s: Vec<String>) -> Self {
+        self.suggestions = s;
+        self
+    }
+}
