@@ -127,7 +127,7 @@ pub fn register_builtin_tools(
 ) -> Result<(), RegistryError> {
     let _ = services;
     alembic_tools::meta::register_tools(registry)?;
-    alembic_code::register_tools(registry)?;
+    alembic_code::register_tools(registry, Arc::clone(&services.code))?;
     alembic_safety::register_tools(registry, Arc::clone(&services.safety))?;
     alembic_context::tools::register_tools(registry)?;
     alembic_memory::tools::register_tools(registry)?;

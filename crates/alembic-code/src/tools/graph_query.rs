@@ -3,11 +3,14 @@
 use std::collections::{BTreeSet, HashSet};
 use std::fmt::Write as _;
 
-use alembic_tools::{EffectClass, ToolError, ToolModule, ToolOutput};
+use std::sync::Arc;
+
+use alembic_tools::{ToolDefinition, ToolError, ToolModule, ToolOutput};
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::ast::find_type;
-use super::{Spec, index_error, int_arg, not_found, required, similar, str_arg};
+use super::{clamped, code_tool, index_error, non_blank, not_found, similar};
 use crate::calls::CallEdge;
 use crate::graph::{ProjectGraph, method_key};
 use crate::service::CodeService;
@@ -19,48 +22,129 @@ const MAX_LIST: usize = 20;
 const MAX_EDGES: usize = 10;
 const MAX_AFFECTED_FILES: usize = 15;
 
-pub(super) fn specs() -> Vec<Spec> {
+pub(super) fn tools(service: &Arc<CodeService>) -> Vec<ToolDefinition> {
+    let m = ToolModule::AstGraph;
     vec![
-        Spec {
-            name: "query_code_graph",
-            description: "Query the code entity graph. action: search (entities whose name contains entity_id), inheritance_chain, descendants, conformances, impact (what a change to entity_id reaches), topology (modules, dependency layers, cycles), entity_edges (incoming and outgoing relations).",
-            parameters: json!({"type": "object", "properties": {
-                "action": {"type": "string", "enum": ["search", "inheritance_chain", "descendants", "conformances", "impact", "topology", "entity_edges"]},
-                "entity_id": {"type": "string", "description": "entity name (class, protocol, module directory, Class.method), or the keyword for search"},
-                "entity_type": {"type": "string", "enum": ["class", "protocol", "category", "module", "method"]},
-                "max_depth": {"type": "integer", "minimum": 1, "maximum": 10, "default": 3}
-            }, "required": ["action"]}),
-            module: ToolModule::AstGraph,
-            effect: EffectClass::ReadsProjectFiles,
-            run: query_code_graph,
-        },
-        Spec {
-            name: "query_call_graph",
-            description: "Call graph of a method (\"Class.method\" or a bare name): its callers, callees, both, the impact of changing it (transitive callers and affected files), or search for methods by name. Every edge carries a resolution confidence.",
-            parameters: json!({"type": "object", "properties": {
-                "methodName": {"type": "string"},
-                "direction": {"type": "string", "enum": ["callers", "callees", "both", "impact", "search"], "default": "both"},
-                "maxDepth": {"type": "integer", "minimum": 1, "maximum": 5, "default": 2}
-            }, "required": ["methodName"]}),
-            module: ToolModule::AstGraph,
-            effect: EffectClass::ReadsProjectFiles,
-            run: query_call_graph,
-        },
+        code_tool(
+            service,
+            m,
+            "query_code_graph",
+            "Query the code entity graph. action: search (entities whose name contains entity_id), inheritance_chain, descendants, conformances, impact (what a change to entity_id reaches), topology (modules, dependency layers, cycles), entity_edges (incoming and outgoing relations).",
+            query_code_graph,
+        ),
+        code_tool(
+            service,
+            m,
+            "query_call_graph",
+            "Call graph of a method (\"Class.method\" or a bare name): its callers, callees, both, the impact of changing it (transitive callers and affected files), or search for methods by name. Every edge carries a resolution confidence.",
+            query_call_graph,
+        ),
     ]
 }
 
-fn query_code_graph(service: &CodeService, args: &Value) -> Result<ToolOutput, ToolError> {
+// Variant docs stay `//` comments: a doc comment would turn the schema's enum into a oneOf.
+#[derive(Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum Action {
+    Search,
+    InheritanceChain,
+    Descendants,
+    Conformances,
+    Impact,
+    Topology,
+    EntityEdges,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum EntityType {
+    Class,
+    Protocol,
+    Category,
+    Module,
+    Method,
+}
+
+impl EntityType {
+    fn as_str(self) -> &'static str {
+        match self {
+            EntityType::Class => "class",
+            EntityType::Protocol => "protocol",
+            EntityType::Category => "category",
+            EntityType::Module => "module",
+            EntityType::Method => "method",
+        }
+    }
+}
+
+fn three() -> i64 {
+    3
+}
+
+/// Arguments of `query_code_graph` (snake_case names, as the reference's tool had them).
+#[derive(Deserialize, schemars::JsonSchema)]
+struct CodeGraphArgs {
+    action: Action,
+    /// entity name (class, protocol, module directory, Class.method), or the keyword for search
+    entity_id: Option<String>,
+    entity_type: Option<EntityType>,
+    #[serde(default = "three")]
+    #[schemars(range(min = 1, max = 10))]
+    max_depth: i64,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum Direction {
+    Callers,
+    Callees,
+    Both,
+    Impact,
+    Search,
+}
+
+impl Direction {
+    fn as_str(self) -> &'static str {
+        match self {
+            Direction::Callers => "callers",
+            Direction::Callees => "callees",
+            Direction::Both => "both",
+            Direction::Impact => "impact",
+            Direction::Search => "search",
+        }
+    }
+}
+
+fn both() -> Direction {
+    Direction::Both
+}
+
+fn two() -> i64 {
+    2
+}
+
+/// Arguments of `query_call_graph`.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct CallGraphArgs {
+    method_name: String,
+    #[serde(default = "both")]
+    direction: Direction,
+    #[serde(default = "two")]
+    #[schemars(range(min = 1, max = 5))]
+    max_depth: i64,
+}
+
+fn query_code_graph(service: &CodeService, args: CodeGraphArgs) -> Result<ToolOutput, ToolError> {
     let g = service.graph().map_err(index_error)?;
-    let action = required(args, "action")?;
-    let depth = int_arg(args, "max_depth", 3, 1, 10);
-    let entity_type = str_arg(args, "entity_type");
-    if action == "topology" {
+    let depth = clamped(args.max_depth, 1, 10);
+    if args.action == Action::Topology {
         return Ok(topology(&g));
     }
-    let id = required(args, "entity_id")?;
-    match action {
-        "search" => Ok(search(&g, id, entity_type)),
-        "inheritance_chain" => {
+    let id = non_blank(args.entity_id.as_deref().unwrap_or_default(), "entity_id")?;
+    match args.action {
+        Action::Search => Ok(search(&g, id, args.entity_type.map(EntityType::as_str))),
+        Action::InheritanceChain => {
             let t = find_type(&g, id, "class")?;
             let chain = g.inheritance_chain(&t.name);
             Ok(ToolOutput::new(
@@ -68,36 +152,37 @@ fn query_code_graph(service: &CodeService, args: &Value) -> Result<ToolOutput, T
                 chain.join(" → "),
             ))
         }
-        "descendants" => {
-            let t = find_type(&g, id, "class")?;
-            let desc: Vec<(String, usize)> = if t.kind == TypeKind::Protocol {
-                g.all_conformers(&t.name)
-                    .into_iter()
-                    .map(|c| (c, 1))
-                    .collect()
-            } else {
-                g.descendants(&t.name, depth)
-            };
-            let mut text = format!("{} descendants of {}\n", desc.len(), t.name);
-            for (n, d) in desc.iter().take(MAX_LIST) {
-                let _ = writeln!(text, "{}{n}", "  ".repeat(*d));
-            }
-            let rows: Vec<Value> = desc
-                .iter()
-                .map(|(n, d)| json!({"name": n, "depth": d}))
-                .collect();
-            Ok(ToolOutput::new(
-                json!({"entity": t.name, "descendants": rows}),
-                text.trim_end().to_string(),
-            ))
-        }
-        "conformances" => conformances(&g, id),
-        "impact" => impact(&g, id, depth),
-        "entity_edges" => entity_edges(&g, id),
-        other => Err(ToolError::Invalid(format!(
-            "argument \"action\": expected one of search, inheritance_chain, descendants, conformances, impact, topology, entity_edges, got \"{other}\""
-        ))),
+        Action::Descendants => descendants(&g, id, depth),
+        Action::Conformances => conformances(&g, id),
+        Action::Impact => impact(&g, id, depth),
+        Action::EntityEdges => entity_edges(&g, id),
+        Action::Topology => Ok(topology(&g)),
     }
+}
+
+/// Subclasses down to `depth`, or every conformer of a protocol.
+fn descendants(g: &ProjectGraph, id: &str, depth: usize) -> Result<ToolOutput, ToolError> {
+    let t = find_type(g, id, "class")?;
+    let desc: Vec<(String, usize)> = if t.kind == TypeKind::Protocol {
+        g.all_conformers(&t.name)
+            .into_iter()
+            .map(|c| (c, 1))
+            .collect()
+    } else {
+        g.descendants(&t.name, depth)
+    };
+    let mut text = format!("{} descendants of {}\n", desc.len(), t.name);
+    for (n, d) in desc.iter().take(MAX_LIST) {
+        let _ = writeln!(text, "{}{n}", "  ".repeat(*d));
+    }
+    let rows: Vec<Value> = desc
+        .iter()
+        .map(|(n, d)| json!({"name": n, "depth": d}))
+        .collect();
+    Ok(ToolOutput::new(
+        json!({"entity": t.name, "descendants": rows}),
+        text.trim_end().to_string(),
+    ))
 }
 
 fn search(g: &ProjectGraph, keyword: &str, entity_type: Option<&str>) -> ToolOutput {
@@ -473,12 +558,12 @@ fn edge_line(e: &CallEdge, other: &str) -> String {
     )
 }
 
-fn query_call_graph(service: &CodeService, args: &Value) -> Result<ToolOutput, ToolError> {
+fn query_call_graph(service: &CodeService, args: CallGraphArgs) -> Result<ToolOutput, ToolError> {
     let g = service.graph().map_err(index_error)?;
-    let name = required(args, "methodName")?;
-    let direction = str_arg(args, "direction").unwrap_or("both");
-    let depth = int_arg(args, "maxDepth", 2, 1, 5);
-    if direction == "search" {
+    let name = non_blank(&args.method_name, "methodName")?;
+    let direction = args.direction;
+    let depth = clamped(args.max_depth, 1, 5);
+    if direction == Direction::Search {
         return Ok(search(
             &g,
             name.rsplit('.').next().unwrap_or(name),
@@ -501,24 +586,7 @@ fn query_call_graph(service: &CodeService, args: &Value) -> Result<ToolOutput, T
     let mut text = String::new();
     let mut data = Vec::new();
     for key in keys.iter().take(5) {
-        let (t, v) = match direction {
-            "callers" => walk(&g, key, depth, true),
-            "callees" => walk(&g, key, depth, false),
-            "impact" => call_impact(&g, key),
-            "both" => {
-                let (a, av) = walk(&g, key, depth, true);
-                let (b, bv) = walk(&g, key, depth, false);
-                (
-                    format!("{a}{b}"),
-                    json!({"callers": av["callers"], "callees": bv["callees"]}),
-                )
-            }
-            other => {
-                return Err(ToolError::Invalid(format!(
-                    "argument \"direction\": expected callers, callees, both, impact or search, got \"{other}\""
-                )));
-            }
-        };
+        let (t, v) = call_graph_of(&g, key, direction, depth);
         let _ = write!(text, "{key}\n{t}");
         data.push(json!({"method": key, "result": v}));
     }
@@ -530,9 +598,31 @@ fn query_call_graph(service: &CodeService, args: &Value) -> Result<ToolOutput, T
         );
     }
     Ok(ToolOutput::new(
-        json!({"methodName": name, "direction": direction, "matches": data}),
+        json!({"methodName": name, "direction": direction.as_str(), "matches": data}),
         text.trim_end().to_string(),
     ))
+}
+
+/// One callable's part of the answer (`search` is answered before any callable is looked up).
+fn call_graph_of(
+    g: &ProjectGraph,
+    key: &str,
+    direction: Direction,
+    depth: usize,
+) -> (String, Value) {
+    match direction {
+        Direction::Callers => walk(g, key, depth, true),
+        Direction::Callees => walk(g, key, depth, false),
+        Direction::Impact => call_impact(g, key),
+        Direction::Both | Direction::Search => {
+            let (a, av) = walk(g, key, depth, true);
+            let (b, bv) = walk(g, key, depth, false);
+            (
+                format!("{a}{b}"),
+                json!({"callers": av["callers"], "callees": bv["callees"]}),
+            )
+        }
+    }
 }
 
 /// Breadth-first callers (or callees) up to `depth`.

@@ -3,20 +3,21 @@
 
 use std::sync::Arc;
 
-use alembic_code::{CodeService, register_tools, run_tool};
+use alembic_code::{CodeService, register_tools};
 use alembic_tools::{Allowlist, Caller, Pipeline, ToolCall, ToolError, ToolRegistry};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
+use super::direct::run_tool;
 use super::fixtures::project;
 
-fn service(name: &str) -> (tempfile::TempDir, CodeService) {
+fn service(name: &str) -> (tempfile::TempDir, Arc<CodeService>) {
     let dir = project(name);
-    let service = CodeService::new(dir.path()).unwrap();
+    let service = Arc::new(CodeService::new(dir.path()).unwrap());
     (dir, service)
 }
 
-fn text(service: &CodeService, tool: &str, args: Value) -> String {
+fn text(service: &Arc<CodeService>, tool: &str, args: Value) -> String {
     match run_tool(service, tool, &args) {
         Ok(out) => out.text,
         Err(e) => format!("error: {e}"),
@@ -24,7 +25,7 @@ fn text(service: &CodeService, tool: &str, args: Value) -> String {
 }
 
 /// Several calls rendered one after another, for one snapshot per fixture.
-fn transcript(service: &CodeService, calls: &[(&str, Value)]) -> String {
+fn transcript(service: &Arc<CodeService>, calls: &[(&str, Value)]) -> String {
     calls
         .iter()
         .map(|(tool, args)| format!("### {tool} {args}\n{}\n", text(service, tool, args.clone())))
@@ -250,7 +251,7 @@ fn search_ranks_all_matches_before_cutting() {
     std::fs::write(dir.path().join("b.rs"), "struct Widget;\n").unwrap();
     std::fs::write(dir.path().join("z.rs"), "fn main() { widget(); }\n").unwrap();
     std::fs::write(dir.path().join("blob.bin"), b"widget\0\x01\x02").unwrap();
-    let s = CodeService::new(dir.path()).unwrap();
+    let s = Arc::new(CodeService::new(dir.path()).unwrap());
     let out = run_tool(
         &s,
         "search_project_code",
@@ -298,7 +299,8 @@ fn graph_follows_edits_between_calls() {
 fn tools_run_through_the_registry_and_pipeline_with_aliases() {
     let dir = project("java");
     let registry = Arc::new(ToolRegistry::new());
-    register_tools(&registry).unwrap();
+    let service = Arc::new(CodeService::new(dir.path()).unwrap());
+    register_tools(&registry, service).unwrap();
     let mut names = registry.names();
     names.sort();
     let mut expected: Vec<String> = alembic_code::TOOL_NAMES
