@@ -1,6 +1,6 @@
 //! ast-graph: get_project_overview, get_class_hierarchy, get_class_info,
-//! get_protocol_info, get_method_overrides, get_category_map (plus the two graph query
-//! tools from `graph_query`).
+//! get_protocol_info, get_method_overrides, get_category_map (the two graph query tools
+//! are in `graph_query` and `call_graph`).
 
 use std::fmt::Write as _;
 

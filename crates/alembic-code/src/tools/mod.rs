@@ -8,6 +8,7 @@
 
 mod access;
 mod ast;
+mod call_graph;
 mod graph_query;
 
 use std::sync::Arc;
@@ -44,7 +45,7 @@ pub fn register_tools(
     let tools = access::tools(&service)
         .into_iter()
         .chain(ast::tools(&service))
-        .chain(graph_query::tools(&service));
+        .chain([graph_query::tool(&service), call_graph::tool(&service)]);
     for tool in tools {
         registry.register(tool)?;
     }
