@@ -339,3 +339,27 @@ fn tools_run_through_the_registry_and_pipeline_with_aliases() {
         rt.block_on(pipeline.execute(ToolCall::new("get_protocol_info", json!({}), caller)));
     assert!(!outcome.is_ok());
 }
+
+#[test]
+fn a_direct_call_parses_arguments_like_the_pipeline_and_names_the_bad_one() {
+    let (_dir, s) = service("swift");
+    let err = run_tool(
+        &s,
+        "query_call_graph",
+        &json!({"methodName": "Base.area", "direction": "sideways"}),
+    )
+    .unwrap_err();
+    let message = err.to_string();
+    assert!(
+        message
+            .starts_with("invalid arguments: argument \"direction\": unknown variant `sideways`"),
+        "{message}"
+    );
+    assert!(message.contains("`callers`"), "{message}");
+    // Blank strings still count as missing.
+    let err = run_tool(&s, "get_class_info", &json!({"className": "  "})).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid arguments: argument \"className\": expected a non-empty string"
+    );
+}
