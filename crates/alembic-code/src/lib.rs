@@ -51,4 +51,4 @@ pub use service::CodeService;
 pub use summary::{
     CallSite, FileSummary, Import, Method, Property, ReceiverKind, TypeDecl, TypeKind,
 };
-pub use tools::{TOOL_NAMES, register_tools, run_tool};
+pub use tools::{TOOL_NAMES, register_tools};

@@ -129,8 +129,8 @@ pub fn register_builtin_tools(
 ) -> Result<(), RegistryError> {
     let _ = services;
     alembic_tools::meta::register_tools(registry)?;
-    alembic_code::register_tools(registry)?;
-    alembic_safety::register_tools(registry)?;
+    alembic_code::register_tools(registry, Arc::clone(&services.code))?;
+    alembic_safety::register_tools(registry, Arc::clone(&services.safety))?;
     alembic_context::tools::register_tools(registry)?;
     alembic_memory::tools::register_tools(registry)?;
     alembic_knowledge::register_tools(registry)?;
@@ -147,8 +147,7 @@ impl ProjectRuntime {
         register_builtin_tools(&registry, &services)?;
         let forged = load_forged_tools(&registry, &root, &config);
         let forged_tools = forged.saved.into_iter().chain(forged.temporary).collect();
-        let safety =
-            alembic_safety::PolicySafetyCheck::for_root(&root).map_err(RuntimeError::Setup)?;
+        let safety = alembic_safety::PolicySafetyCheck::new(Arc::clone(&services.safety));
         Ok(ProjectRuntime {
             root,
             config,

@@ -37,7 +37,8 @@ pub fn project() -> tempfile::TempDir {
 /// The real pipeline (code tools, memory tools, meta tools) with the memory middlewares.
 pub fn agent_tools(root: &std::path::Path, presets: PresetCatalog) -> AgentTools {
     let registry = Arc::new(ToolRegistry::new());
-    alembic_code::register_tools(&registry).unwrap();
+    let code = Arc::new(alembic_code::CodeService::new(root).unwrap());
+    alembic_code::register_tools(&registry, code).unwrap();
     alembic_context::tools::register_tools(&registry).unwrap();
     alembic_tools::meta::register_tools(&registry).unwrap();
     let loops = Arc::new(LoopDirectory::default());

@@ -3,10 +3,13 @@
 
 use std::fmt::Write as _;
 
-use alembic_tools::{EffectClass, ToolError, ToolModule, ToolOutput};
+use std::sync::Arc;
+
+use alembic_tools::{ToolDefinition, ToolError, ToolModule, ToolOutput};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Spec, bool_arg, index_error, int_arg, required, str_arg};
+use super::{clamped, code_tool, given, index_error, non_blank};
 use crate::files::{self, FileError, FileWindow};
 use crate::search::{self, PatternResult, SearchRequest};
 use crate::semantic::SearchMode;
@@ -17,103 +20,163 @@ const MAX_BATCH_PATTERNS: usize = 10;
 const MAX_BATCH_FILES: usize = 8;
 const BATCH_FILE_LINES: usize = 100;
 
-pub(super) fn specs() -> Vec<Spec> {
+pub(super) fn tools(service: &Arc<CodeService>) -> Vec<ToolDefinition> {
+    let m = ToolModule::ProjectAccess;
     vec![
-        Spec {
-            name: "search_project_code",
-            description: "Search the project's files for a text or regex (case-insensitive). Returns matching lines ranked so that calls and usages come before declarations and imports, with context lines. Use `patterns` to run up to 10 searches at once. Binary files, files over 1 MiB, hidden, ignored and vendored directories are skipped.",
-            parameters: json!({"type": "object", "properties": {
-                "pattern": {"type": "string", "description": "text to find (a regex when isRegex is true)"},
-                "patterns": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_BATCH_PATTERNS, "description": "several patterns searched in one pass; takes precedence over pattern"},
-                "isRegex": {"type": "boolean", "default": false},
-                "fileFilter": {"type": "string", "description": "comma-separated extensions, e.g. \".swift,.m\""},
-                "contextLines": {"type": "integer", "minimum": 0, "maximum": 10, "default": 3},
-                "maxResults": {"type": "integer", "minimum": 1, "maximum": 200, "default": 5, "description": "matches shown per pattern"}
-            }}),
-            module: ToolModule::ProjectAccess,
-            effect: EffectClass::ReadsProjectFiles,
-            run: search_project_code,
-        },
-        Spec {
-            name: "read_project_file",
-            description: "Read lines of a project file (1-based startLine/endLine, at most maxLines). `filePaths` reads up to 8 files at once, 100 lines each. Paths are relative to the project root and cannot leave it.",
-            parameters: json!({"type": "object", "properties": {
-                "filePath": {"type": "string"},
-                "filePaths": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_BATCH_FILES},
-                "startLine": {"type": "integer", "minimum": 1, "default": 1},
-                "endLine": {"type": "integer", "minimum": 1},
-                "maxLines": {"type": "integer", "minimum": 1, "maximum": files::MAX_LINES_CAP, "default": files::DEFAULT_MAX_LINES}
-            }}),
-            module: ToolModule::ProjectAccess,
-            effect: EffectClass::ReadsProjectFiles,
-            run: read_project_file,
-        },
-        Spec {
-            name: "list_project_structure",
-            description: "Show the project's directory tree (directories first; hidden, ignored and vendored entries left out) with file sizes, and totals by language.",
-            parameters: json!({"type": "object", "properties": {
-                "directory": {"type": "string", "default": "", "description": "directory relative to the root; empty for the root"},
-                "depth": {"type": "integer", "minimum": 1, "maximum": 5, "default": 3},
-                "includeStats": {"type": "boolean", "default": true}
-            }}),
-            module: ToolModule::ProjectAccess,
-            effect: EffectClass::ReadsProjectFiles,
-            run: list_project_structure,
-        },
-        Spec {
-            name: "get_file_summary",
-            description: "Summarise one source file from its syntax tree: imports, type declarations with parents, methods with signatures and lines, properties.",
-            parameters: json!({"type": "object", "properties": {
-                "filePath": {"type": "string"}
-            }, "required": ["filePath"]}),
-            module: ToolModule::ProjectAccess,
-            effect: EffectClass::ReadsProjectFiles,
-            run: get_file_summary,
-        },
-        Spec {
-            name: "semantic_search_code",
-            description: "Find the types, methods and functions of the project most related to a natural-language query (BM25 over identifiers, blended with embeddings when an embedder is configured).",
-            parameters: json!({"type": "object", "properties": {
-                "query": {"type": "string"},
-                "topK": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5},
-                "language": {"type": "string", "description": "only chunks of this language, e.g. swift"}
-            }, "required": ["query"]}),
-            module: ToolModule::ProjectAccess,
-            effect: EffectClass::ReadsProjectFiles,
-            run: semantic_search_code,
-        },
+        code_tool(
+            service,
+            m,
+            "search_project_code",
+            "Search the project's files for a text or regex (case-insensitive). Returns matching lines ranked so that calls and usages come before declarations and imports, with context lines. Use `patterns` to run up to 10 searches at once. Binary files, files over 1 MiB, hidden, ignored and vendored directories are skipped.",
+            search_project_code,
+        ),
+        code_tool(
+            service,
+            m,
+            "read_project_file",
+            "Read lines of a project file (1-based startLine/endLine, at most maxLines). `filePaths` reads up to 8 files at once, 100 lines each. Paths are relative to the project root and cannot leave it.",
+            read_project_file,
+        ),
+        code_tool(
+            service,
+            m,
+            "list_project_structure",
+            "Show the project's directory tree (directories first; hidden, ignored and vendored entries left out) with file sizes, and totals by language.",
+            list_project_structure,
+        ),
+        code_tool(
+            service,
+            m,
+            "get_file_summary",
+            "Summarise one source file from its syntax tree: imports, type declarations with parents, methods with signatures and lines, properties.",
+            get_file_summary,
+        ),
+        code_tool(
+            service,
+            m,
+            "semantic_search_code",
+            "Find the types, methods and functions of the project most related to a natural-language query (BM25 over identifiers, blended with embeddings when an embedder is configured).",
+            semantic_search_code,
+        ),
     ]
 }
 
-fn search_project_code(service: &CodeService, args: &Value) -> Result<ToolOutput, ToolError> {
+fn three() -> i64 {
+    3
+}
+
+fn five() -> i64 {
+    5
+}
+
+fn one() -> i64 {
+    1
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn default_max_lines() -> i64 {
+    files::DEFAULT_MAX_LINES as i64
+}
+
+/// Arguments of `search_project_code`.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct SearchArgs {
+    /// text to find (a regex when isRegex is true)
+    pattern: Option<String>,
+    /// several patterns searched in one pass; takes precedence over pattern
+    #[schemars(length(max = MAX_BATCH_PATTERNS))]
+    patterns: Option<Vec<String>>,
+    #[serde(default)]
+    is_regex: bool,
+    /// comma-separated extensions, e.g. ".swift,.m"
+    file_filter: Option<String>,
+    #[serde(default = "three")]
+    #[schemars(range(min = 0, max = 10))]
+    context_lines: i64,
+    /// matches shown per pattern
+    #[serde(default = "five")]
+    #[schemars(range(min = 1, max = 200))]
+    max_results: i64,
+}
+
+/// Arguments of `read_project_file`.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct ReadArgs {
+    file_path: Option<String>,
+    #[schemars(length(max = MAX_BATCH_FILES))]
+    file_paths: Option<Vec<String>>,
+    #[serde(default = "one")]
+    #[schemars(range(min = 1))]
+    start_line: i64,
+    #[schemars(range(min = 1))]
+    end_line: Option<i64>,
+    #[serde(default = "default_max_lines")]
+    #[schemars(range(min = 1, max = files::MAX_LINES_CAP))]
+    max_lines: i64,
+}
+
+/// Arguments of `list_project_structure`.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct ListArgs {
+    /// directory relative to the root; empty for the root
+    #[serde(default)]
+    directory: String,
+    #[serde(default = "three")]
+    #[schemars(range(min = 1, max = 5))]
+    depth: i64,
+    #[serde(default = "yes")]
+    include_stats: bool,
+}
+
+/// Arguments of `get_file_summary`.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct FileSummaryArgs {
+    file_path: String,
+}
+
+/// Arguments of `semantic_search_code`.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct SemanticArgs {
+    query: String,
+    #[serde(default = "five")]
+    #[schemars(range(min = 1, max = 20))]
+    top_k: i64,
+    /// only chunks of this language, e.g. swift
+    language: Option<String>,
+}
+
+fn search_project_code(service: &CodeService, args: SearchArgs) -> Result<ToolOutput, ToolError> {
     let batch: Vec<String> = args
-        .get("patterns")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .filter(|s| !s.is_empty())
-                .take(MAX_BATCH_PATTERNS)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default();
+        .patterns
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|s| !s.is_empty())
+        .take(MAX_BATCH_PATTERNS)
+        .collect();
     let is_batch = !batch.is_empty();
     let patterns = if is_batch {
         batch
     } else {
-        str_arg(args, "pattern")
+        given(args.pattern.as_deref())
             .map(|p| vec![p.to_string()])
             .unwrap_or_default()
     };
     let req = SearchRequest {
         patterns,
-        is_regex: bool_arg(args, "isRegex", false),
-        extensions: str_arg(args, "fileFilter")
+        is_regex: args.is_regex,
+        extensions: given(args.file_filter.as_deref())
             .map(search::parse_extensions)
             .unwrap_or_default(),
-        context_lines: int_arg(args, "contextLines", 3, 0, 10),
-        max_results: int_arg(args, "maxResults", 5, 1, 200),
+        context_lines: clamped(args.context_lines, 0, 10),
+        max_results: clamped(args.max_results, 1, 200),
     };
     let result =
         search::search(service.guard(), &req).map_err(|e| ToolError::Invalid(e.to_string()))?;
@@ -212,31 +275,19 @@ fn render_window(w: &FileWindow, out: &mut String) {
     }
 }
 
-fn read_project_file(service: &CodeService, args: &Value) -> Result<ToolOutput, ToolError> {
+fn read_project_file(service: &CodeService, args: ReadArgs) -> Result<ToolOutput, ToolError> {
     let batch: Vec<&str> = args
-        .get("filePaths")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .take(MAX_BATCH_FILES)
-                .collect()
-        })
-        .unwrap_or_default();
-    let start = int_arg(args, "startLine", 1, 1, usize::MAX);
-    let end = args
-        .get("endLine")
-        .and_then(Value::as_u64)
-        .and_then(|e| usize::try_from(e).ok());
-    let max_lines = int_arg(
-        args,
-        "maxLines",
-        files::DEFAULT_MAX_LINES,
-        1,
-        files::MAX_LINES_CAP,
-    );
+        .file_paths
+        .iter()
+        .flatten()
+        .map(String::as_str)
+        .take(MAX_BATCH_FILES)
+        .collect();
+    let start = clamped(args.start_line, 1, usize::MAX);
+    let end = args.end_line.and_then(|e| usize::try_from(e).ok());
+    let max_lines = clamped(args.max_lines, 1, files::MAX_LINES_CAP);
     if batch.is_empty() {
-        let path = required(args, "filePath")?;
+        let path = non_blank(args.file_path.as_deref().unwrap_or_default(), "filePath")?;
         let w =
             files::read_window(service.guard(), path, start, end, max_lines).map_err(file_error)?;
         let mut text = String::new();
@@ -294,16 +345,11 @@ pub(super) fn camel(v: Value) -> Value {
     }
 }
 
-fn list_project_structure(service: &CodeService, args: &Value) -> Result<ToolOutput, ToolError> {
-    let dir = str_arg(args, "directory").unwrap_or("");
-    let depth = int_arg(args, "depth", 3, 1, 5);
-    let tree = files::list_structure(
-        service.guard(),
-        dir,
-        depth,
-        bool_arg(args, "includeStats", true),
-    )
-    .map_err(file_error)?;
+fn list_project_structure(service: &CodeService, args: ListArgs) -> Result<ToolOutput, ToolError> {
+    let dir = given(Some(&args.directory)).unwrap_or("");
+    let depth = clamped(args.depth, 1, 5);
+    let tree = files::list_structure(service.guard(), dir, depth, args.include_stats)
+        .map_err(file_error)?;
     let mut text = tree.tree.clone();
     if let Some(s) = &tree.stats {
         let langs: Vec<String> = s
@@ -330,8 +376,8 @@ fn list_project_structure(service: &CodeService, args: &Value) -> Result<ToolOut
     ))
 }
 
-fn get_file_summary(service: &CodeService, args: &Value) -> Result<ToolOutput, ToolError> {
-    let path = required(args, "filePath")?;
+fn get_file_summary(service: &CodeService, args: FileSummaryArgs) -> Result<ToolOutput, ToolError> {
+    let path = non_blank(&args.file_path, "filePath")?;
     let rel = service
         .guard()
         .check(path, alembic_safety::Access::Read)
@@ -429,10 +475,13 @@ fn render_summary(s: &FileSummary) -> String {
     out
 }
 
-fn semantic_search_code(service: &CodeService, args: &Value) -> Result<ToolOutput, ToolError> {
-    let query = required(args, "query")?;
-    let top_k = int_arg(args, "topK", 5, 1, 20);
-    let language = str_arg(args, "language");
+fn semantic_search_code(
+    service: &CodeService,
+    args: SemanticArgs,
+) -> Result<ToolOutput, ToolError> {
+    let query = non_blank(&args.query, "query")?;
+    let top_k = clamped(args.top_k, 1, 20);
+    let language = given(args.language.as_deref());
     let index = service.semantic().map_err(index_error)?;
     let found = index.search(query, top_k, language, service.embedder());
     let mode = found.mode.name();

@@ -1,13 +1,16 @@
 //! ast-graph: get_project_overview, get_class_hierarchy, get_class_info,
-//! get_protocol_info, get_method_overrides, get_category_map (plus the two graph query
-//! tools from `graph_query`).
+//! get_protocol_info, get_method_overrides, get_category_map (the two graph query tools
+//! are in `graph_query` and `call_graph`).
 
 use std::fmt::Write as _;
 
-use alembic_tools::{EffectClass, ToolError, ToolModule, ToolOutput};
+use std::sync::Arc;
+
+use alembic_tools::{ToolDefinition, ToolError, ToolModule, ToolOutput};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Spec, index_error, not_found, required, similar, str_arg};
+use super::{code_tool, given, index_error, non_blank, not_found, similar};
 use crate::graph::{ProjectGraph, TypeInfo};
 use crate::service::CodeService;
 use crate::summary::TypeKind;
@@ -19,65 +22,88 @@ const MAX_CATEGORY_CLASSES: usize = 30;
 /// Methods above this complexity are tagged in renderings.
 const COMPLEXITY_TAG: u32 = 3;
 
-fn spec(
-    name: &'static str,
-    description: &'static str,
-    parameters: Value,
-    run: super::ToolFn,
-) -> Spec {
-    Spec {
-        name,
-        description,
-        parameters,
-        module: ToolModule::AstGraph,
-        effect: EffectClass::ReadsProjectFiles,
-        run,
-    }
-}
-
-pub(super) fn specs() -> Vec<Spec> {
-    let class_name =
-        json!({"type": "string", "description": "class, struct, enum or protocol name"});
-    let mut specs = vec![
-        spec(
+pub(super) fn tools(service: &Arc<CodeService>) -> Vec<ToolDefinition> {
+    let m = ToolModule::AstGraph;
+    vec![
+        code_tool(
+            service,
+            m,
             "get_project_overview",
             "Overview of the project from its syntax trees: files, classes, protocols, extensions, methods, languages, modules with their dependency layers, and entry points.",
-            json!({"type": "object", "properties": {}}),
             overview,
         ),
-        spec(
+        code_tool(
+            service,
+            m,
             "get_class_hierarchy",
             "Inheritance of one class (chain to the root and direct subclasses), or without className the root classes with their subclass trees.",
-            json!({"type": "object", "properties": {"className": class_name}}),
             hierarchy,
         ),
-        spec(
+        code_tool(
+            service,
+            m,
             "get_class_info",
             "Everything about one class: location, inheritance chain, protocols, properties, class (+) and instance (-) methods with complexity, extensions/categories, subclasses.",
-            json!({"type": "object", "properties": {"className": class_name}, "required": ["className"]}),
             class_info,
         ),
-        spec(
+        code_tool(
+            service,
+            m,
             "get_protocol_info",
             "A protocol, interface or trait: location, inherited protocols, required and optional methods, and the types conforming to it.",
-            json!({"type": "object", "properties": {"protocolName": {"type": "string"}}, "required": ["protocolName"]}),
             protocol_info,
         ),
-        spec(
+        code_tool(
+            service,
+            m,
             "get_method_overrides",
             "Subclasses that override a method of a class (or types implementing a protocol method), with file and line.",
-            json!({"type": "object", "properties": {"className": class_name, "methodName": {"type": "string"}}, "required": ["className", "methodName"]}),
             method_overrides,
         ),
-        spec(
+        code_tool(
+            service,
+            m,
             "get_category_map",
             "Extensions, categories and impl blocks: of one class, or without className the classes that have them, most first.",
-            json!({"type": "object", "properties": {"className": class_name}}),
             category_map,
         ),
-    ];
-    specs.extend(super::graph_query::specs());
-    specs
+    ]
+}
+
+/// Arguments of `get_project_overview`: none.
+#[derive(Deserialize, schemars::JsonSchema)]
+struct NoArgs {}
+
+/// Arguments of `get_class_hierarchy` and `get_category_map`.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct MaybeClassArgs {
+    /// class, struct, enum or protocol name
+    class_name: Option<String>,
+}
+
+/// Arguments of `get_class_info`.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct ClassArgs {
+    /// class, struct, enum or protocol name
+    class_name: String,
+}
+
+/// Arguments of `get_protocol_info`.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct ProtocolArgs {
+    protocol_name: String,
+}
+
+/// Arguments of `get_method_overrides`.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct OverridesArgs {
+    /// class, struct, enum or protocol name
+    class_name: String,
+    method_name: String,
 }
 
 pub(super) fn find_type<'g>(
@@ -118,7 +144,7 @@ fn ambiguous(what: &str, name: &str, candidates: &[&TypeInfo]) -> ToolError {
     ))
 }
 
-fn overview(service: &CodeService, _: &Value) -> Result<ToolOutput, ToolError> {
+fn overview(service: &CodeService, _: NoArgs) -> Result<ToolOutput, ToolError> {
     let g = service.graph().map_err(index_error)?;
     let t = &g.totals;
     let mut text = format!(
@@ -188,9 +214,9 @@ fn overview(service: &CodeService, _: &Value) -> Result<ToolOutput, ToolError> {
     Ok(ToolOutput::new(data, text))
 }
 
-fn hierarchy(service: &CodeService, args: &Value) -> Result<ToolOutput, ToolError> {
+fn hierarchy(service: &CodeService, args: MaybeClassArgs) -> Result<ToolOutput, ToolError> {
     let g = service.graph().map_err(index_error)?;
-    let Some(name) = str_arg(args, "className") else {
+    let Some(name) = given(args.class_name.as_deref()) else {
         return Ok(root_trees(&g));
     };
     let info = find_type(&g, name, "class")?;
@@ -257,9 +283,9 @@ fn root_trees(g: &ProjectGraph) -> ToolOutput {
     )
 }
 
-fn class_info(service: &CodeService, args: &Value) -> Result<ToolOutput, ToolError> {
+fn class_info(service: &CodeService, args: ClassArgs) -> Result<ToolOutput, ToolError> {
     let g = service.graph().map_err(index_error)?;
-    let info = find_type(&g, required(args, "className")?, "class")?;
+    let info = find_type(&g, non_blank(&args.class_name, "className")?, "class")?;
     let chain = g.inheritance_chain(&info.name);
     let subclasses = g.subclasses.get(&info.name).cloned().unwrap_or_default();
     let mut text = format!(
@@ -342,9 +368,9 @@ fn class_info(service: &CodeService, args: &Value) -> Result<ToolOutput, ToolErr
     Ok(ToolOutput::new(super::access::camel(data), text))
 }
 
-fn protocol_info(service: &CodeService, args: &Value) -> Result<ToolOutput, ToolError> {
+fn protocol_info(service: &CodeService, args: ProtocolArgs) -> Result<ToolOutput, ToolError> {
     let g = service.graph().map_err(index_error)?;
-    let name = required(args, "protocolName")?;
+    let name = non_blank(&args.protocol_name, "protocolName")?;
     let info = find_type(&g, name, "protocol")?;
     if info.kind != TypeKind::Protocol {
         return Err(ToolError::Invalid(format!(
@@ -381,10 +407,10 @@ fn protocol_info(service: &CodeService, args: &Value) -> Result<ToolOutput, Tool
     Ok(ToolOutput::new(data, text))
 }
 
-fn method_overrides(service: &CodeService, args: &Value) -> Result<ToolOutput, ToolError> {
+fn method_overrides(service: &CodeService, args: OverridesArgs) -> Result<ToolOutput, ToolError> {
     let g = service.graph().map_err(index_error)?;
-    let info = find_type(&g, required(args, "className")?, "class")?;
-    let method = required(args, "methodName")?;
+    let info = find_type(&g, non_blank(&args.class_name, "className")?, "class")?;
+    let method = non_blank(&args.method_name, "methodName")?;
     let overrides = g.overrides_of(&info.name, method);
     let mut text = match g.lookup_method(&info.name, method) {
         Some((owner, m)) => format!("{}.{} — {}:{}\n", owner.name, m.name, m.file, m.line),
@@ -415,9 +441,9 @@ fn method_overrides(service: &CodeService, args: &Value) -> Result<ToolOutput, T
     ))
 }
 
-fn category_map(service: &CodeService, args: &Value) -> Result<ToolOutput, ToolError> {
+fn category_map(service: &CodeService, args: MaybeClassArgs) -> Result<ToolOutput, ToolError> {
     let g = service.graph().map_err(index_error)?;
-    if let Some(name) = str_arg(args, "className") {
+    if let Some(name) = given(args.class_name.as_deref()) {
         let info = find_type(&g, name, "class")?;
         let mut text = format!(
             "{} has {} extensions/categories\n",

@@ -1,66 +1,97 @@
-//! query_code_graph and query_call_graph.
+//! query_code_graph: the code entity graph (types, modules, methods) and its relations.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
-use alembic_tools::{EffectClass, ToolError, ToolModule, ToolOutput};
+use std::sync::Arc;
+
+use alembic_tools::{ToolDefinition, ToolError, ToolModule, ToolOutput};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::ast::find_type;
-use super::{Spec, index_error, int_arg, not_found, required, similar, str_arg};
+use super::{clamped, code_tool, index_error, non_blank};
 use crate::calls::CallEdge;
 use crate::graph::{ProjectGraph, method_key};
 use crate::service::CodeService;
 use crate::summary::TypeKind;
-use crate::topology::module_of;
 
 const MAX_SEARCH: usize = 15;
-const MAX_LIST: usize = 20;
+pub(super) const MAX_LIST: usize = 20;
 const MAX_EDGES: usize = 10;
-const MAX_AFFECTED_FILES: usize = 15;
+pub(super) const MAX_AFFECTED_FILES: usize = 15;
 
-pub(super) fn specs() -> Vec<Spec> {
-    vec![
-        Spec {
-            name: "query_code_graph",
-            description: "Query the code entity graph. action: search (entities whose name contains entity_id), inheritance_chain, descendants, conformances, impact (what a change to entity_id reaches), topology (modules, dependency layers, cycles), entity_edges (incoming and outgoing relations).",
-            parameters: json!({"type": "object", "properties": {
-                "action": {"type": "string", "enum": ["search", "inheritance_chain", "descendants", "conformances", "impact", "topology", "entity_edges"]},
-                "entity_id": {"type": "string", "description": "entity name (class, protocol, module directory, Class.method), or the keyword for search"},
-                "entity_type": {"type": "string", "enum": ["class", "protocol", "category", "module", "method"]},
-                "max_depth": {"type": "integer", "minimum": 1, "maximum": 10, "default": 3}
-            }, "required": ["action"]}),
-            module: ToolModule::AstGraph,
-            effect: EffectClass::ReadsProjectFiles,
-            run: query_code_graph,
-        },
-        Spec {
-            name: "query_call_graph",
-            description: "Call graph of a method (\"Class.method\" or a bare name): its callers, callees, both, the impact of changing it (transitive callers and affected files), or search for methods by name. Every edge carries a resolution confidence.",
-            parameters: json!({"type": "object", "properties": {
-                "methodName": {"type": "string"},
-                "direction": {"type": "string", "enum": ["callers", "callees", "both", "impact", "search"], "default": "both"},
-                "maxDepth": {"type": "integer", "minimum": 1, "maximum": 5, "default": 2}
-            }, "required": ["methodName"]}),
-            module: ToolModule::AstGraph,
-            effect: EffectClass::ReadsProjectFiles,
-            run: query_call_graph,
-        },
-    ]
+pub(super) fn tool(service: &Arc<CodeService>) -> ToolDefinition {
+    code_tool(
+        service,
+        ToolModule::AstGraph,
+        "query_code_graph",
+        "Query the code entity graph. action: search (entities whose name contains entity_id), inheritance_chain, descendants, conformances, impact (what a change to entity_id reaches), topology (modules, dependency layers, cycles), entity_edges (incoming and outgoing relations).",
+        query_code_graph,
+    )
 }
 
-fn query_code_graph(service: &CodeService, args: &Value) -> Result<ToolOutput, ToolError> {
+// Variant docs stay `//` comments: a doc comment would turn the schema's enum into a oneOf.
+#[derive(Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum Action {
+    Search,
+    InheritanceChain,
+    Descendants,
+    Conformances,
+    Impact,
+    Topology,
+    EntityEdges,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum EntityType {
+    Class,
+    Protocol,
+    Category,
+    Module,
+    Method,
+}
+
+impl EntityType {
+    fn as_str(self) -> &'static str {
+        match self {
+            EntityType::Class => "class",
+            EntityType::Protocol => "protocol",
+            EntityType::Category => "category",
+            EntityType::Module => "module",
+            EntityType::Method => "method",
+        }
+    }
+}
+
+fn three() -> i64 {
+    3
+}
+
+/// Arguments of `query_code_graph` (snake_case names, as the reference's tool had them).
+#[derive(Deserialize, schemars::JsonSchema)]
+struct CodeGraphArgs {
+    action: Action,
+    /// entity name (class, protocol, module directory, Class.method), or the keyword for search
+    entity_id: Option<String>,
+    entity_type: Option<EntityType>,
+    #[serde(default = "three")]
+    #[schemars(range(min = 1, max = 10))]
+    max_depth: i64,
+}
+
+fn query_code_graph(service: &CodeService, args: CodeGraphArgs) -> Result<ToolOutput, ToolError> {
     let g = service.graph().map_err(index_error)?;
-    let action = required(args, "action")?;
-    let depth = int_arg(args, "max_depth", 3, 1, 10);
-    let entity_type = str_arg(args, "entity_type");
-    if action == "topology" {
+    let depth = clamped(args.max_depth, 1, 10);
+    if args.action == Action::Topology {
         return Ok(topology(&g));
     }
-    let id = required(args, "entity_id")?;
-    match action {
-        "search" => Ok(search(&g, id, entity_type)),
-        "inheritance_chain" => {
+    let id = non_blank(args.entity_id.as_deref().unwrap_or_default(), "entity_id")?;
+    match args.action {
+        Action::Search => Ok(search(&g, id, args.entity_type.map(EntityType::as_str))),
+        Action::InheritanceChain => {
             let t = find_type(&g, id, "class")?;
             let chain = g.inheritance_chain(&t.name);
             Ok(ToolOutput::new(
@@ -68,39 +99,40 @@ fn query_code_graph(service: &CodeService, args: &Value) -> Result<ToolOutput, T
                 chain.join(" → "),
             ))
         }
-        "descendants" => {
-            let t = find_type(&g, id, "class")?;
-            let desc: Vec<(String, usize)> = if t.kind == TypeKind::Protocol {
-                g.all_conformers(&t.name)
-                    .into_iter()
-                    .map(|c| (c, 1))
-                    .collect()
-            } else {
-                g.descendants(&t.name, depth)
-            };
-            let mut text = format!("{} descendants of {}\n", desc.len(), t.name);
-            for (n, d) in desc.iter().take(MAX_LIST) {
-                let _ = writeln!(text, "{}{n}", "  ".repeat(*d));
-            }
-            let rows: Vec<Value> = desc
-                .iter()
-                .map(|(n, d)| json!({"name": n, "depth": d}))
-                .collect();
-            Ok(ToolOutput::new(
-                json!({"entity": t.name, "descendants": rows}),
-                text.trim_end().to_string(),
-            ))
-        }
-        "conformances" => conformances(&g, id),
-        "impact" => impact(&g, id, depth),
-        "entity_edges" => entity_edges(&g, id),
-        other => Err(ToolError::Invalid(format!(
-            "argument \"action\": expected one of search, inheritance_chain, descendants, conformances, impact, topology, entity_edges, got \"{other}\""
-        ))),
+        Action::Descendants => descendants(&g, id, depth),
+        Action::Conformances => conformances(&g, id),
+        Action::Impact => impact(&g, id, depth),
+        Action::EntityEdges => entity_edges(&g, id),
+        Action::Topology => Ok(topology(&g)),
     }
 }
 
-fn search(g: &ProjectGraph, keyword: &str, entity_type: Option<&str>) -> ToolOutput {
+/// Subclasses down to `depth`, or every conformer of a protocol.
+fn descendants(g: &ProjectGraph, id: &str, depth: usize) -> Result<ToolOutput, ToolError> {
+    let t = find_type(g, id, "class")?;
+    let desc: Vec<(String, usize)> = if t.kind == TypeKind::Protocol {
+        g.all_conformers(&t.name)
+            .into_iter()
+            .map(|c| (c, 1))
+            .collect()
+    } else {
+        g.descendants(&t.name, depth)
+    };
+    let mut text = format!("{} descendants of {}\n", desc.len(), t.name);
+    for (n, d) in desc.iter().take(MAX_LIST) {
+        let _ = writeln!(text, "{}{n}", "  ".repeat(*d));
+    }
+    let rows: Vec<Value> = desc
+        .iter()
+        .map(|(n, d)| json!({"name": n, "depth": d}))
+        .collect();
+    Ok(ToolOutput::new(
+        json!({"entity": t.name, "descendants": rows}),
+        text.trim_end().to_string(),
+    ))
+}
+
+pub(super) fn search(g: &ProjectGraph, keyword: &str, entity_type: Option<&str>) -> ToolOutput {
     let k = keyword.to_lowercase();
     let wants = |t: &str| entity_type.is_none_or(|e| e == t);
     let mut found: Vec<(String, String, String)> = Vec::new();
@@ -450,189 +482,9 @@ fn entity_edges(g: &ProjectGraph, id: &str) -> Result<ToolOutput, ToolError> {
     ))
 }
 
-fn callee_label(e: &CallEdge) -> String {
+pub(super) fn callee_label(e: &CallEdge) -> String {
     e.callee.clone().unwrap_or_else(|| match &e.receiver_type {
         Some(t) => format!("{t}.{} (external)", e.callee_name),
         None => format!("{} (external)", e.callee_name),
     })
-}
-
-fn edge_line(e: &CallEdge, other: &str) -> String {
-    let times = if e.count > 1 {
-        format!(" ×{}", e.count)
-    } else {
-        String::new()
-    };
-    let how = serde_json::to_value(e.resolution)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default();
-    format!(
-        "{other} — {}:{}{times} [{how} {:.2}]",
-        e.file, e.line, e.confidence
-    )
-}
-
-fn query_call_graph(service: &CodeService, args: &Value) -> Result<ToolOutput, ToolError> {
-    let g = service.graph().map_err(index_error)?;
-    let name = required(args, "methodName")?;
-    let direction = str_arg(args, "direction").unwrap_or("both");
-    let depth = int_arg(args, "maxDepth", 2, 1, 5);
-    if direction == "search" {
-        return Ok(search(
-            &g,
-            name.rsplit('.').next().unwrap_or(name),
-            Some("method"),
-        ));
-    }
-    let keys = g.find_callables(name);
-    if keys.is_empty() {
-        let names: Vec<String> = g
-            .types
-            .values()
-            .flat_map(|t| t.methods.iter().map(move |m| method_key(&t.name, &m.name)))
-            .collect();
-        return Err(not_found(
-            "method",
-            name,
-            &similar(name, names.iter().map(String::as_str)),
-        ));
-    }
-    let mut text = String::new();
-    let mut data = Vec::new();
-    for key in keys.iter().take(5) {
-        let (t, v) = match direction {
-            "callers" => walk(&g, key, depth, true),
-            "callees" => walk(&g, key, depth, false),
-            "impact" => call_impact(&g, key),
-            "both" => {
-                let (a, av) = walk(&g, key, depth, true);
-                let (b, bv) = walk(&g, key, depth, false);
-                (
-                    format!("{a}{b}"),
-                    json!({"callers": av["callers"], "callees": bv["callees"]}),
-                )
-            }
-            other => {
-                return Err(ToolError::Invalid(format!(
-                    "argument \"direction\": expected callers, callees, both, impact or search, got \"{other}\""
-                )));
-            }
-        };
-        let _ = write!(text, "{key}\n{t}");
-        data.push(json!({"method": key, "result": v}));
-    }
-    if keys.len() > 5 {
-        let _ = writeln!(
-            text,
-            "… {} more methods named {name}; qualify it as Class.method",
-            keys.len() - 5
-        );
-    }
-    Ok(ToolOutput::new(
-        json!({"methodName": name, "direction": direction, "matches": data}),
-        text.trim_end().to_string(),
-    ))
-}
-
-/// Breadth-first callers (or callees) up to `depth`.
-fn walk(g: &ProjectGraph, key: &str, depth: usize, callers: bool) -> (String, Value) {
-    let label = if callers { "callers" } else { "callees" };
-    let mut seen: HashSet<String> = HashSet::from([key.to_string()]);
-    let mut frontier = vec![key.to_string()];
-    let mut rows = Vec::new();
-    let mut text = String::new();
-    for level in 1..=depth {
-        let mut next = Vec::new();
-        for k in &frontier {
-            let edges = if callers { g.callers(k) } else { g.callees(k) };
-            for e in edges {
-                let other = if callers {
-                    e.caller.clone()
-                } else {
-                    callee_label(e)
-                };
-                if !seen.insert(other.clone()) {
-                    continue;
-                }
-                if rows.len() < MAX_LIST {
-                    let via = if level == 1 {
-                        String::new()
-                    } else if callers {
-                        format!(" (calls {k})")
-                    } else {
-                        format!(" (from {k})")
-                    };
-                    let _ = writeln!(
-                        text,
-                        "  {}{} {}{via}",
-                        "  ".repeat(level - 1),
-                        if callers { "←" } else { "→" },
-                        edge_line(e, &other)
-                    );
-                }
-                rows.push(json!({"entity": other, "depth": level, "file": e.file, "line": e.line, "confidence": e.confidence, "resolution": e.resolution, "count": e.count}));
-                if e.callee.is_some() || callers {
-                    next.push(other);
-                }
-            }
-        }
-        frontier = next;
-    }
-    if rows.is_empty() {
-        let _ = writeln!(text, "  no {label} found");
-    } else if rows.len() > MAX_LIST {
-        let _ = writeln!(text, "  … {} more {label}", rows.len() - MAX_LIST);
-    }
-    (text, json!({ label: rows }))
-}
-
-fn call_impact(g: &ProjectGraph, key: &str) -> (String, Value) {
-    let direct: Vec<String> = g
-        .callers(key)
-        .into_iter()
-        .map(|e| e.caller.clone())
-        .collect();
-    let transitive = g.calls.transitive_callers(key, 3);
-    let files: BTreeSet<String> = transitive
-        .iter()
-        .flat_map(|(k, _)| g.callees(k).into_iter().map(|e| e.file.clone()))
-        .chain(g.callers(key).into_iter().map(|e| e.file.clone()))
-        .collect();
-    let modules: BTreeSet<String> = files.iter().map(|f| module_of(f)).collect();
-    let mut text = format!(
-        "  {} direct callers, {} transitive (depth ≤ 3), {} files in {} modules\n",
-        direct.len(),
-        transitive.len(),
-        files.len(),
-        modules.len()
-    );
-    let _ = writeln!(
-        text,
-        "  direct: {}",
-        direct
-            .iter()
-            .take(MAX_LIST)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    let _ = writeln!(
-        text,
-        "  files: {}",
-        files
-            .iter()
-            .take(MAX_AFFECTED_FILES)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    let rows: Vec<Value> = transitive
-        .iter()
-        .map(|(k, d)| json!({"entity": k, "depth": d}))
-        .collect();
-    (
-        text,
-        json!({"directCallers": direct, "transitiveCallers": rows, "affectedFiles": files, "modules": modules}),
-    )
 }

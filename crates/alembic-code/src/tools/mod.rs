@@ -1,23 +1,22 @@
 //! The project-access and ast-graph tools, registered into an
 //! [`alembic_tools::ToolRegistry`].
 //!
-//! Handlers find their [`CodeService`] in the pipeline's services (so the host can
-//! configure an embedder), or create one per project root on first use. Work runs on the
-//! blocking pool; results are structured JSON plus a compact text for the model.
+//! Each tool's arguments are a struct (its schema comes from the struct) and every handler
+//! is bound to the [`CodeService`] it was registered with, which the host configures (an
+//! embedder, say). Work runs on the blocking pool; results are structured JSON plus a compact
+//! text for the model.
 
 mod access;
 mod ast;
+mod call_graph;
 mod graph_query;
 
-use std::collections::HashMap;
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use alembic_tools::{
-    EffectClass, RegistryError, ToolContext, ToolDefinition, ToolError, ToolModule, ToolOutput,
-    ToolRegistry, handler_fn,
+    EffectClass, RegistryError, ToolArgs, ToolDefinition, ToolError, ToolModule, ToolOutput,
+    ToolRegistry,
 };
-use serde_json::Value;
 
 use crate::service::CodeService;
 
@@ -38,113 +37,52 @@ pub const TOOL_NAMES: [&str; 13] = [
     "query_call_graph",
 ];
 
-type ToolFn = fn(&CodeService, &Value) -> Result<ToolOutput, ToolError>;
-
-/// Services created on demand, one per project root.
-#[derive(Default)]
-struct ServiceCache {
-    by_root: Mutex<HashMap<PathBuf, Arc<CodeService>>>,
-}
-
-impl ServiceCache {
-    fn for_context(&self, ctx: &ToolContext) -> Result<Arc<CodeService>, ToolError> {
-        if let Some(s) = ctx.service::<CodeService>()
-            && s.root() == ctx.project_root
-        {
-            return Ok(s);
-        }
-        let mut map = self
-            .by_root
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(s) = map.get(&ctx.project_root) {
-            return Ok(Arc::clone(s));
-        }
-        let service = Arc::new(
-            CodeService::new(&ctx.project_root).map_err(|e| ToolError::failed(e.to_string()))?,
-        );
-        map.insert(ctx.project_root.clone(), Arc::clone(&service));
-        Ok(service)
-    }
-}
-
-/// Registers the 5 project-access and 8 ast-graph tools.
-pub fn register_tools(registry: &ToolRegistry) -> Result<(), RegistryError> {
-    let cache = Arc::new(ServiceCache::default());
-    let specs = access::specs().into_iter().chain(ast::specs());
-    for spec in specs {
-        registry.register(spec.into_definition(Arc::clone(&cache)))?;
+/// Registers the 5 project-access and 8 ast-graph tools, each bound to `service`.
+pub fn register_tools(
+    registry: &ToolRegistry,
+    service: Arc<CodeService>,
+) -> Result<(), RegistryError> {
+    let tools = access::tools(&service)
+        .into_iter()
+        .chain(ast::tools(&service))
+        .chain([graph_query::tool(&service), call_graph::tool(&service)]);
+    for tool in tools {
+        registry.register(tool)?;
     }
     Ok(())
 }
 
-/// One tool before it is bound to the service cache.
-pub(crate) struct Spec {
-    pub name: &'static str,
-    pub description: &'static str,
-    pub parameters: Value,
-    pub module: ToolModule,
-    pub effect: EffectClass,
-    pub run: ToolFn,
+/// What a code tool does with its typed arguments.
+type Run<A> = fn(&CodeService, A) -> Result<ToolOutput, ToolError>;
+
+/// A code tool: it reads project files and runs on the blocking pool with `service`.
+fn code_tool<A: ToolArgs>(
+    service: &Arc<CodeService>,
+    module: ToolModule,
+    name: &'static str,
+    description: &'static str,
+    run: Run<A>,
+) -> ToolDefinition {
+    ToolDefinition::typed::<A>(name, description, module, EffectClass::ReadsProjectFiles)
+        .blocking(Arc::clone(service), move |service, args| run(service, args))
 }
 
-impl Spec {
-    fn into_definition(self, cache: Arc<ServiceCache>) -> ToolDefinition {
-        let run = self.run;
-        let handler = handler_fn(move |args: Value, ctx: ToolContext| {
-            let cache = Arc::clone(&cache);
-            async move {
-                let service = cache.for_context(&ctx)?;
-                tokio::task::spawn_blocking(move || run(&service, &args))
-                    .await
-                    .map_err(|e| ToolError::failed(format!("code tool worker failed: {e}")))?
-            }
-        });
-        ToolDefinition::new(
-            self.name,
-            self.description,
-            self.parameters,
-            self.module,
-            self.effect,
-            handler,
-        )
-    }
+/// A string argument, or `None` when it is absent or blank (the tools treat both alike).
+pub(crate) fn given(value: Option<&str>) -> Option<&str> {
+    value.map(str::trim).filter(|s| !s.is_empty())
 }
 
-/// Runs a tool directly against a service, without a pipeline (tests, CLI, benches).
-pub fn run_tool(service: &CodeService, name: &str, args: &Value) -> Result<ToolOutput, ToolError> {
-    let spec = access::specs()
-        .into_iter()
-        .chain(ast::specs())
-        .find(|s| s.name == name)
-        .ok_or_else(|| ToolError::NotFound(format!("tool \"{name}\" is not a code tool")))?;
-    (spec.run)(service, args)
-}
-
-/// A non-empty string argument.
-pub(crate) fn str_arg<'a>(args: &'a Value, name: &str) -> Option<&'a str> {
-    args.get(name)
-        .and_then(Value::as_str)
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-}
-
-pub(crate) fn required<'a>(args: &'a Value, name: &str) -> Result<&'a str, ToolError> {
-    str_arg(args, name).ok_or_else(|| {
+/// A required string argument, trimmed; blank is refused like a missing one.
+pub(crate) fn non_blank<'a>(value: &'a str, name: &str) -> Result<&'a str, ToolError> {
+    given(Some(value)).ok_or_else(|| {
         ToolError::Invalid(format!("argument \"{name}\": expected a non-empty string"))
     })
 }
 
-/// An integer argument clamped to `min..=max` (the schema already rejected non-numbers).
-pub(crate) fn int_arg(args: &Value, name: &str, default: usize, min: usize, max: usize) -> usize {
-    args.get(name)
-        .and_then(|v| v.as_u64().or_else(|| v.as_f64().map(|f| f.max(0.0) as u64)))
-        .map_or(default, |v| usize::try_from(v).unwrap_or(max))
-        .clamp(min, max)
-}
-
-pub(crate) fn bool_arg(args: &Value, name: &str, default: bool) -> bool {
-    args.get(name).and_then(Value::as_bool).unwrap_or(default)
+/// A count clamped to `min..=max`. The schema bounds pipeline calls already; the clamp keeps
+/// out-of-range values from other callers harmless, as before.
+pub(crate) fn clamped(value: i64, min: usize, max: usize) -> usize {
+    usize::try_from(value.max(0)).map_or(max, |v| v.clamp(min, max))
 }
 
 pub(crate) fn index_error(e: crate::index::IndexError) -> ToolError {

@@ -4,10 +4,11 @@
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-use alembic_code::{CodeService, ProjectGraph, run_tool};
+use alembic_code::{CodeService, ProjectGraph};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
+use super::direct::run_tool;
 use super::fixtures::{copy_dir, fixture_dir};
 
 const LANGUAGES: [&str; 11] = [
@@ -151,7 +152,7 @@ fn incremental_updates_equal_a_full_build_after_add_edit_and_delete() {
 #[test]
 fn shared_type_names_are_qualified_and_lookups_report_ambiguity() {
     let dir = mixed_project();
-    let service = CodeService::new(dir.path()).unwrap();
+    let service = std::sync::Arc::new(CodeService::new(dir.path()).unwrap());
     let g = service.graph().unwrap();
     let circles = keys_named(&g, "Circle");
     assert!(circles.len() > 1, "{circles:?}");

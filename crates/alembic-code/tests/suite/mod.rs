@@ -1,3 +1,4 @@
+mod direct;
 mod fixtures;
 mod graph_per_language;
 mod incremental;

@@ -4,9 +4,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
-use alembic_code::{CodeEmbedder, CodeService, run_tool};
+use alembic_code::{CodeEmbedder, CodeService};
 use pretty_assertions::assert_eq;
 use serde_json::json;
+
+use super::direct::run_tool;
 
 /// Embeds by text length and counts the texts it was asked for.
 #[derive(Default)]
@@ -34,9 +36,11 @@ fn an_edit_re_embeds_only_the_changed_chunks() {
     .unwrap();
     std::fs::write(dir.path().join("b.py"), "def total():\n    return 2\n").unwrap();
     let embedder = Arc::new(CountingEmbedder::default());
-    let service = CodeService::new(dir.path())
-        .unwrap()
-        .with_embedder(Arc::clone(&embedder) as Arc<dyn CodeEmbedder>);
+    let service = Arc::new(
+        CodeService::new(dir.path())
+            .unwrap()
+            .with_embedder(Arc::clone(&embedder) as Arc<dyn CodeEmbedder>),
+    );
     let search = || {
         run_tool(
             &service,

@@ -3,20 +3,21 @@
 
 use std::sync::Arc;
 
-use alembic_code::{CodeService, register_tools, run_tool};
+use alembic_code::{CodeService, register_tools};
 use alembic_tools::{Allowlist, Caller, Pipeline, ToolCall, ToolError, ToolRegistry};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
+use super::direct::run_tool;
 use super::fixtures::project;
 
-fn service(name: &str) -> (tempfile::TempDir, CodeService) {
+fn service(name: &str) -> (tempfile::TempDir, Arc<CodeService>) {
     let dir = project(name);
-    let service = CodeService::new(dir.path()).unwrap();
+    let service = Arc::new(CodeService::new(dir.path()).unwrap());
     (dir, service)
 }
 
-fn text(service: &CodeService, tool: &str, args: Value) -> String {
+fn text(service: &Arc<CodeService>, tool: &str, args: Value) -> String {
     match run_tool(service, tool, &args) {
         Ok(out) => out.text,
         Err(e) => format!("error: {e}"),
@@ -24,7 +25,7 @@ fn text(service: &CodeService, tool: &str, args: Value) -> String {
 }
 
 /// Several calls rendered one after another, for one snapshot per fixture.
-fn transcript(service: &CodeService, calls: &[(&str, Value)]) -> String {
+fn transcript(service: &Arc<CodeService>, calls: &[(&str, Value)]) -> String {
     calls
         .iter()
         .map(|(tool, args)| format!("### {tool} {args}\n{}\n", text(service, tool, args.clone())))
@@ -250,7 +251,7 @@ fn search_ranks_all_matches_before_cutting() {
     std::fs::write(dir.path().join("b.rs"), "struct Widget;\n").unwrap();
     std::fs::write(dir.path().join("z.rs"), "fn main() { widget(); }\n").unwrap();
     std::fs::write(dir.path().join("blob.bin"), b"widget\0\x01\x02").unwrap();
-    let s = CodeService::new(dir.path()).unwrap();
+    let s = Arc::new(CodeService::new(dir.path()).unwrap());
     let out = run_tool(
         &s,
         "search_project_code",
@@ -298,7 +299,8 @@ fn graph_follows_edits_between_calls() {
 fn tools_run_through_the_registry_and_pipeline_with_aliases() {
     let dir = project("java");
     let registry = Arc::new(ToolRegistry::new());
-    register_tools(&registry).unwrap();
+    let service = Arc::new(CodeService::new(dir.path()).unwrap());
+    register_tools(&registry, service).unwrap();
     let mut names = registry.names();
     names.sort();
     let mut expected: Vec<String> = alembic_code::TOOL_NAMES
@@ -336,4 +338,28 @@ fn tools_run_through_the_registry_and_pipeline_with_aliases() {
     let outcome =
         rt.block_on(pipeline.execute(ToolCall::new("get_protocol_info", json!({}), caller)));
     assert!(!outcome.is_ok());
+}
+
+#[test]
+fn a_direct_call_parses_arguments_like_the_pipeline_and_names_the_bad_one() {
+    let (_dir, s) = service("swift");
+    let err = run_tool(
+        &s,
+        "query_call_graph",
+        &json!({"methodName": "Base.area", "direction": "sideways"}),
+    )
+    .unwrap_err();
+    let message = err.to_string();
+    assert!(
+        message
+            .starts_with("invalid arguments: argument \"direction\": unknown variant `sideways`"),
+        "{message}"
+    );
+    assert!(message.contains("`callers`"), "{message}");
+    // Blank strings still count as missing.
+    let err = run_tool(&s, "get_class_info", &json!({"className": "  "})).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid arguments: argument \"className\": expected a non-empty string"
+    );
 }

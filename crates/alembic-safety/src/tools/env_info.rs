@@ -46,15 +46,37 @@ const TOOLCHAINS: &[(&str, &[&str])] = &[
 
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
-pub(super) fn collect(guard: &PathGuard, args: &Value) -> Result<ToolOutput, ToolError> {
-    let wanted: Vec<&str> = match args["sections"].as_array() {
-        Some(list) if !list.is_empty() => list.iter().filter_map(Value::as_str).collect(),
-        _ => vec!["all"],
-    };
-    let all = wanted.contains(&"all");
+/// Arguments of `get_environment_info`.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+pub(super) struct EnvInfoArgs {
+    #[serde(default = "all_sections")]
+    pub(super) sections: Vec<Section>,
+}
+
+// One part of the report (a plain comment: a doc comment would become a schema description).
+#[derive(
+    Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum Section {
+    Os,
+    Toolchains,
+    Git,
+    Project,
+    All,
+}
+
+fn all_sections() -> Vec<Section> {
+    vec![Section::All]
+}
+
+pub(super) fn collect(guard: &PathGuard, sections: &[Section]) -> Result<ToolOutput, ToolError> {
+    // An empty list asks for nothing in particular: report everything.
+    let all = sections.is_empty() || sections.contains(&Section::All);
+    let wanted = |section: Section| all || sections.contains(&section);
     let mut data = Map::new();
     let mut lines = Vec::new();
-    if all || wanted.contains(&"os") {
+    if wanted(Section::Os) {
         let os = os_section();
         lines.push(
             format!(
@@ -65,7 +87,7 @@ pub(super) fn collect(guard: &PathGuard, args: &Value) -> Result<ToolOutput, Too
         );
         data.insert("os".into(), os);
     }
-    if all || wanted.contains(&"toolchains") {
+    if wanted(Section::Toolchains) {
         let tools = toolchains_section(guard);
         let shown: Vec<String> = tools
             .iter()
@@ -81,12 +103,12 @@ pub(super) fn collect(guard: &PathGuard, args: &Value) -> Result<ToolOutput, Too
         ));
         data.insert("toolchains".into(), Value::Object(tools));
     }
-    if all || wanted.contains(&"git") {
+    if wanted(Section::Git) {
         let git = git_section(guard);
         lines.push(git_line(&git));
         data.insert("git".into(), git);
     }
-    if all || wanted.contains(&"project") {
+    if wanted(Section::Project) {
         let project = project_section(guard);
         lines.push(format!(
             "project: {} [{}]",

@@ -4,6 +4,8 @@
 //! `{"path": "/etc/hosts"}` is seen as `filePath`), which closes the
 //! reference's bypass where the gate looked only at the raw `filePath`.
 
+use std::sync::Arc;
+
 use alembic_tools::{EffectClass, PreparedCall, SafetyCheck, SafetyDecision};
 use serde_json::Value;
 
@@ -26,18 +28,19 @@ const PATH_KEYS: &[&str] = &[
 /// Plugs [`crate::CommandPolicy`] and [`crate::PathGuard`] into the pipeline's SafetyGate.
 #[derive(Debug, Clone)]
 pub struct PolicySafetyCheck {
-    services: SafetyServices,
+    services: Arc<SafetyServices>,
 }
 
 impl PolicySafetyCheck {
-    /// A check for one project root.
-    pub fn new(services: SafetyServices) -> Self {
+    /// A check over the guard and policy the tools were registered with, so the gate and the
+    /// handlers decide by the same rules and the config is read once.
+    pub fn new(services: Arc<SafetyServices>) -> Self {
         Self { services }
     }
 
     /// Builds the guard and policy for `root` (reads `.alembic/config.toml`).
     pub fn for_root(root: &std::path::Path) -> Result<Self, String> {
-        SafetyServices::for_root(root).map(Self::new)
+        SafetyServices::for_root(root).map(|s| Self::new(Arc::new(s)))
     }
 
     fn check_command(&self, call: &PreparedCall) -> SafetyDecision {

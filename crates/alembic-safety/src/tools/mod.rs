@@ -1,25 +1,24 @@
 //! The system-interaction tools (`run_safe_command`, `write_project_file`,
 //! `get_environment_info`) and [`PolicySafetyCheck`], the pipeline's SafetyGate policy.
 //!
-//! Handlers find a [`PathGuard`] and a [`CommandPolicy`] in the pipeline's
-//! services, or build them for the call's project root on first use (the
-//! policy from `.alembic/config.toml`; a bad config fails closed). Blocking
-//! work runs on tokio's blocking pool.
+//! Each tool's arguments are a struct (the schema comes from it) and every handler is bound
+//! to the [`SafetyServices`] it was registered with: the project's [`PathGuard`] and
+//! [`CommandPolicy`], built once by the host (the policy from `.alembic/config.toml`; a bad
+//! config fails closed). Blocking work runs on tokio's blocking pool.
 
 mod env_info;
 mod gate;
 
-use std::collections::HashMap;
-use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use alembic_tools::{
     EffectClass, RegistryError, ToolContext, ToolDefinition, ToolError, ToolModule, ToolOutput,
-    ToolRegistry, handler_fn,
+    ToolRegistry,
 };
-use serde_json::{Value, json};
+use serde::Deserialize;
+use serde_json::json;
 
 use crate::command::{CommandPolicy, CommandVerdict, hardened_git_env};
 use crate::path::{PathError, PathGuard, PathLimits, WriteMode};
@@ -60,86 +59,79 @@ impl SafetyServices {
     }
 }
 
-/// Services built on demand, one per project root.
-#[derive(Default)]
-struct ServiceCache {
-    by_root: Mutex<HashMap<PathBuf, Arc<SafetyServices>>>,
-}
-
-impl ServiceCache {
-    fn for_context(&self, ctx: &ToolContext) -> Result<Arc<SafetyServices>, ToolError> {
-        if let Some(services) = ctx.service::<SafetyServices>() {
-            return Ok(services);
-        }
-        let mut map = self.by_root.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(services) = map.get(&ctx.project_root) {
-            return Ok(Arc::clone(services));
-        }
-        let services =
-            Arc::new(SafetyServices::for_root(&ctx.project_root).map_err(ToolError::Failed)?);
-        map.insert(ctx.project_root.clone(), Arc::clone(&services));
-        Ok(services)
-    }
-}
-
-/// Registers the three system-interaction tools.
-pub fn register_tools(registry: &ToolRegistry) -> Result<(), RegistryError> {
-    let cache = Arc::new(ServiceCache::default());
-    registry.register(run_safe_command(Arc::clone(&cache)))?;
-    registry.register(write_project_file(Arc::clone(&cache)))?;
-    registry.register(get_environment_info(cache))?;
+/// Registers the three system-interaction tools, each bound to `services`.
+pub fn register_tools(
+    registry: &ToolRegistry,
+    services: Arc<SafetyServices>,
+) -> Result<(), RegistryError> {
+    registry.register(run_safe_command(Arc::clone(&services)))?;
+    registry.register(write_project_file(Arc::clone(&services)))?;
+    registry.register(get_environment_info(services))?;
     Ok(())
 }
 
-fn run_safe_command(cache: Arc<ServiceCache>) -> ToolDefinition {
-    let schema = json!({
-        "type": "object",
-        "properties": {
-            "command": {"type": "string", "description": "Shell command: plain read-only commands joined by &&, ||, ; or |."},
-            "cwd": {"type": "string", "description": "Working directory relative to the project root.", "default": "."},
-            "timeout": {"type": "integer", "minimum": 1, "description": "Timeout in milliseconds (at most 120000).", "default": DEFAULT_TIMEOUT_MS}
-        },
-        "required": ["command"]
-    });
-    ToolDefinition::new(
+fn default_cwd() -> String {
+    ".".into()
+}
+
+fn default_timeout() -> i64 {
+    DEFAULT_TIMEOUT_MS as i64
+}
+
+/// Arguments of `run_safe_command`.
+#[derive(Deserialize, schemars::JsonSchema)]
+struct RunCommandArgs {
+    /// Shell command: plain read-only commands joined by &&, ||, ; or |.
+    command: String,
+    /// Working directory relative to the project root.
+    #[serde(default = "default_cwd")]
+    cwd: String,
+    /// Timeout in milliseconds (at most 120000).
+    #[serde(default = "default_timeout")]
+    #[schemars(range(min = 1))]
+    timeout: i64,
+}
+
+fn run_safe_command(services: Arc<SafetyServices>) -> ToolDefinition {
+    ToolDefinition::typed::<RunCommandArgs>(
         "run_safe_command",
         "Run a read-only shell command in the project (ls, cat, grep, rg, find, git status/log/diff…). \
          Commands that write, delete, fetch or escape the project are refused. Output is truncated in the middle.",
-        schema,
         ToolModule::SystemInteraction,
         EffectClass::RunsCommands,
-        handler_fn(move |args, ctx| {
-            let cache = Arc::clone(&cache);
-            async move { run_command(&cache, &args, &ctx).await }
-        }),
     )
-    .with_timeout(spawn::MAX_TIMEOUT + Duration::from_secs(5))
+    .timeout(spawn::MAX_TIMEOUT + Duration::from_secs(5))
+    .handler(services, |services, args, ctx| async move {
+        run_command(&services, args, &ctx).await
+    })
+}
+
+/// The policy's verdict as the handler's answer: only `Allow` runs.
+fn verdict_to_result(verdict: CommandVerdict) -> Result<(), ToolError> {
+    match verdict {
+        CommandVerdict::Allow => Ok(()),
+        CommandVerdict::NeedsApproval { reason } => Err(ToolError::Refused {
+            reason: format!("needs approval: {reason}"),
+            rule: "needs_approval".into(),
+        }),
+        CommandVerdict::Deny { reason, rule } => Err(ToolError::Refused { reason, rule }),
+    }
 }
 
 async fn run_command(
-    cache: &ServiceCache,
-    args: &Value,
+    services: &SafetyServices,
+    args: RunCommandArgs,
     ctx: &ToolContext,
 ) -> Result<ToolOutput, ToolError> {
-    let services = cache.for_context(ctx)?;
-    let command = args["command"].as_str().unwrap_or_default().to_owned();
-    let cwd = args["cwd"].as_str().unwrap_or(".");
+    let command = args.command;
     let cwd = services
         .guard
-        .check(cwd, crate::Access::Read)
+        .check(&args.cwd, crate::Access::Read)
         .map_err(refusal)?;
     // The SafetyGate already decided; the handler checks again so a direct call is never weaker.
-    match services.policy.evaluate_in(&command, &services.guard, &cwd) {
-        CommandVerdict::Allow => {}
-        CommandVerdict::NeedsApproval { reason } => {
-            return Err(ToolError::Refused {
-                reason: format!("needs approval: {reason}"),
-                rule: "needs_approval".into(),
-            });
-        }
-        CommandVerdict::Deny { reason, rule } => return Err(ToolError::Refused { reason, rule }),
-    }
-    let timeout = Duration::from_millis(args["timeout"].as_u64().unwrap_or(DEFAULT_TIMEOUT_MS));
+    verdict_to_result(services.policy.evaluate_in(&command, &services.guard, &cwd))?;
+    // A negative timeout (refused by the schema before a pipeline call) means the default.
+    let timeout_ms = u64::try_from(args.timeout).unwrap_or(DEFAULT_TIMEOUT_MS);
     let cancel = Arc::new(AtomicBool::new(false));
     let request = hardened_git_env()
         .into_iter()
@@ -148,7 +140,7 @@ async fn run_command(
             |r, (k, v)| r.env(k, v),
         )
         .cwd(cwd.clone())
-        .timeout(timeout)
+        .timeout(Duration::from_millis(timeout_ms))
         .cancel_flag(Arc::clone(&cancel))
         // Defence in depth: even an allowed command cannot write outside the root and the
         // temp dir, nor read home directories (for example through `grep -R` and a symlink).
@@ -202,48 +194,40 @@ fn command_output(command: &str, cwd: &str, out: &ProcessOutput) -> ToolOutput {
     ToolOutput::new(data, text.trim_end().to_owned())
 }
 
-fn write_project_file(cache: Arc<ServiceCache>) -> ToolDefinition {
-    let schema = json!({
-        "type": "object",
-        "properties": {
-            "filePath": {"type": "string", "description": "Path relative to the project root."},
-            "content": {"type": "string", "description": "Text to write (UTF-8)."},
-            "append": {"type": "boolean", "default": false, "description": "Append instead of replacing the file."}
-        },
-        "required": ["filePath", "content"]
-    });
-    ToolDefinition::new(
+/// Arguments of `write_project_file`.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct WriteFileArgs {
+    /// Path relative to the project root.
+    file_path: String,
+    /// Text to write (UTF-8).
+    content: String,
+    /// Append instead of replacing the file.
+    #[serde(default)]
+    append: bool,
+}
+
+fn write_project_file(services: Arc<SafetyServices>) -> ToolDefinition {
+    ToolDefinition::typed::<WriteFileArgs>(
         "write_project_file",
         "Create or replace a file inside the project (atomically), or append to it. \
          Control files (.git/, .alembic/, .env*, lock files) and paths outside the project are refused.",
-        schema,
         ToolModule::SystemInteraction,
         EffectClass::WritesProjectFiles,
-        handler_fn(move |args, ctx| {
-            let cache = Arc::clone(&cache);
-            async move {
-                let services = cache.for_context(&ctx)?;
-                tokio::task::spawn_blocking(move || write_file(&services.guard, &args))
-                    .await
-                    .map_err(|e| ToolError::Failed(format!("write task failed: {e}")))?
-            }
-        }),
     )
+    .blocking(services, |services, args| write_file(&services.guard, &args))
 }
 
-fn write_file(guard: &PathGuard, args: &Value) -> Result<ToolOutput, ToolError> {
-    let path = args["filePath"].as_str().unwrap_or_default();
-    let content = args["content"].as_str().unwrap_or_default();
-    let append = args["append"].as_bool().unwrap_or(false);
-    let mode = if append {
+fn write_file(guard: &PathGuard, args: &WriteFileArgs) -> Result<ToolOutput, ToolError> {
+    let mode = if args.append {
         WriteMode::Append
     } else {
         WriteMode::Replace
     };
     let report = guard
-        .write(path, content.as_bytes(), mode)
+        .write(&args.file_path, args.content.as_bytes(), mode)
         .map_err(refusal)?;
-    let mode_name = if append { "append" } else { "overwrite" };
+    let mode_name = if args.append { "append" } else { "overwrite" };
     let data = json!({
         "success": true,
         "filePath": report.path,
@@ -252,7 +236,7 @@ fn write_file(guard: &PathGuard, args: &Value) -> Result<ToolOutput, ToolError> 
         "created": report.created,
         "mode": mode_name,
     });
-    let verb = match (report.created, append) {
+    let verb = match (report.created, args.append) {
         (true, _) => "created",
         (false, true) => "appended to",
         (false, false) => "replaced",
@@ -264,34 +248,17 @@ fn write_file(guard: &PathGuard, args: &Value) -> Result<ToolOutput, ToolError> 
     Ok(ToolOutput::new(data, text))
 }
 
-fn get_environment_info(cache: Arc<ServiceCache>) -> ToolDefinition {
-    let schema = json!({
-        "type": "object",
-        "properties": {
-            "sections": {
-                "type": "array",
-                "items": {"type": "string", "enum": ["os", "toolchains", "git", "project", "all"]},
-                "default": ["all"]
-            }
-        }
-    });
-    ToolDefinition::new(
+fn get_environment_info(services: Arc<SafetyServices>) -> ToolDefinition {
+    ToolDefinition::typed::<env_info::EnvInfoArgs>(
         "get_environment_info",
         "Describe the environment: OS, installed toolchains, git branch/dirty state/last commit, \
          and project markers. Never reports environment variables or credentials.",
-        schema,
         ToolModule::SystemInteraction,
         EffectClass::ReadsProjectFiles,
-        handler_fn(move |args, ctx| {
-            let cache = Arc::clone(&cache);
-            async move {
-                let services = cache.for_context(&ctx)?;
-                tokio::task::spawn_blocking(move || env_info::collect(&services.guard, &args))
-                    .await
-                    .map_err(|e| ToolError::Failed(format!("environment task failed: {e}")))?
-            }
-        }),
     )
+    .blocking(services, |services, args| {
+        env_info::collect(&services.guard, &args.sections)
+    })
 }
 
 /// Confinement errors are refusals with the guard's rule; the rest are failures.

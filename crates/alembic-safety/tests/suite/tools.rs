@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use alembic_safety::spawn::{SpawnRequest, run};
 use alembic_safety::tools::TOOL_NAMES;
-use alembic_safety::{PathGuard, PolicySafetyCheck, register_tools};
+use alembic_safety::{PathGuard, PolicySafetyCheck, SafetyServices, register_tools};
 use alembic_tools::{
     Allowlist, Caller, OutcomeStatus, Pipeline, ToolCall, ToolOutcome, ToolRegistry,
 };
@@ -30,8 +30,9 @@ impl Harness {
             std::fs::write(fx.path(".alembic/config.toml"), config).unwrap();
         }
         let registry = Arc::new(ToolRegistry::new());
-        register_tools(&registry).unwrap();
-        let check = PolicySafetyCheck::for_root(&fx.root).unwrap();
+        let services = Arc::new(SafetyServices::for_root(&fx.root).unwrap());
+        register_tools(&registry, Arc::clone(&services)).unwrap();
+        let check = PolicySafetyCheck::new(services);
         let pipeline = Pipeline::builder(registry, &fx.root)
             .safety(Arc::new(check))
             .build();
