@@ -6,7 +6,7 @@
 //! Main types: [`KnowledgeStore`] (SQLite on the project database, versioned migrations),
 //! [`Entry`] / [`NewEntry`], [`Status`] (draft → submitted → approved | rejected → published
 //! → deprecated; every move is a history row with who and why), [`GuardRules`], and
-//! [`tools::KnowledgeService`], the service tool handlers find in the pipeline.
+//! [`tools::KnowledgeService`], the service the tools are registered with.
 //!
 //! ```
 //! use alembic_knowledge::{KnowledgeStore, NewEntry, Status, Filter};

@@ -133,7 +133,11 @@ pub fn register_builtin_tools(
     alembic_safety::register_tools(registry, Arc::clone(&services.safety))?;
     alembic_context::tools::register_tools(registry)?;
     alembic_memory::tools::register_tools(registry)?;
-    alembic_knowledge::register_tools(registry)?;
+    alembic_knowledge::register_tools(
+        registry,
+        Arc::clone(&services.knowledge),
+        Arc::clone(&services.safety),
+    )?;
     Ok(())
 }
 

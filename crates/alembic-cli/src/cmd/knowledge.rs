@@ -2,13 +2,16 @@
 //!
 //! Reads and reviews the project's knowledge base (`.alembic/alembic.db`). Agents propose
 //! candidates with `submit_knowledge`; a person reviews them here: approve or reject a
-//! submitted candidate, publish an approved one, deprecate a published recipe. Every move is
-//! recorded with `cli` as who and the given reason.
+//! submitted candidate, publish an approved one, deprecate a published recipe. A review is a
+//! call of the lifecycle tool through the project's pipeline as caller `cli`, so it is
+//! policy-checked and audited like an agent's call, and recorded with `cli` as who and the
+//! given reason. Reads use the runtime's knowledge service directly.
 
 use alembic_knowledge::{Entry, Filter, Kind, KnowledgeError, KnowledgeStore, Status};
+use alembic_runtime::ProjectRuntime;
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::exit::{Exit, UsageError};
 use crate::{CmdResult, ProjectArgs};
@@ -105,21 +108,27 @@ pub fn run(cmd: KnowledgeCommand) -> CmdResult {
     }
 }
 
-/// The project's knowledge base; a project without a database reads as empty (nothing is
-/// created by reading).
-fn open(project: &ProjectArgs, write: bool) -> anyhow::Result<KnowledgeStore> {
-    let path = alembic_store::project_db_path(&project.project);
-    let store = if write || path.exists() {
-        KnowledgeStore::open_project(&project.project)
-    } else {
-        KnowledgeStore::open_in_memory()
-    };
-    store.with_context(|| {
-        format!(
-            "opening the knowledge base of {}",
-            project.project.display()
-        )
-    })
+/// Runs `f` on the project's knowledge base (the runtime's service); a project without a
+/// database reads as empty (nothing is created by reading). The outer error is a failure to
+/// open the project; the inner one is the knowledge base's answer.
+fn read<T>(
+    project: &ProjectArgs,
+    f: impl FnOnce(&mut KnowledgeStore) -> Result<T, KnowledgeError>,
+) -> anyhow::Result<Result<T, KnowledgeError>> {
+    if !alembic_store::project_db_path(&project.project).exists() {
+        let mut empty = KnowledgeStore::open_in_memory()?;
+        return Ok(f(&mut empty));
+    }
+    let rt = ProjectRuntime::inspect(&project.project)?;
+    read_with(&rt, f)
+}
+
+fn read_with<T>(
+    rt: &ProjectRuntime,
+    f: impl FnOnce(&mut KnowledgeStore) -> Result<T, KnowledgeError>,
+) -> anyhow::Result<Result<T, KnowledgeError>> {
+    let answer = rt.services().knowledge.with(|kb| Ok(f(kb)));
+    answer.with_context(|| format!("opening the knowledge base of {}", rt.root.display()))
 }
 
 fn usage_err(e: KnowledgeError) -> anyhow::Error {
@@ -161,8 +170,8 @@ fn line(e: &Entry) -> String {
 }
 
 fn list(a: ListArgs) -> CmdResult {
-    let kb = open(&a.out.project, false)?;
-    let entries = kb.list(&filter(&a.filter)?)?;
+    let filter = filter(&a.filter)?;
+    let entries = read(&a.out.project, |kb| kb.list(&filter))??;
     if a.out.json {
         println!(
             "{}",
@@ -177,8 +186,8 @@ fn list(a: ListArgs) -> CmdResult {
 }
 
 fn search(a: SearchArgs) -> CmdResult {
-    let kb = open(&a.out.project, false)?;
-    let hits = kb.search(&a.query, &filter(&a.filter)?)?;
+    let filter = filter(&a.filter)?;
+    let hits = read(&a.out.project, |kb| kb.search(&a.query, &filter))??;
     if a.out.json {
         println!(
             "{}",
@@ -194,16 +203,20 @@ fn search(a: SearchArgs) -> CmdResult {
 }
 
 fn show(a: ShowArgs) -> CmdResult {
-    let kb = open(&a.out.project, false)?;
-    let entry = match kb.get(&a.id) {
+    let found = read(&a.out.project, |kb| {
+        Ok((
+            kb.get(&a.id)?,
+            kb.history(&a.id)?,
+            kb.neighbours(&a.id, None)?,
+        ))
+    })?;
+    let (entry, history, edges) = match found {
         Err(e @ KnowledgeError::NotFound { .. }) => {
             eprintln!("error: {e}");
             return Ok(Exit::ToolError);
         }
         other => other?,
     };
-    let history = kb.history(&a.id)?;
-    let edges = kb.neighbours(&a.id, None)?;
     if a.out.json {
         let data = json!({"entry": entry, "history": history, "edges": edges});
         println!("{}", serde_json::to_string_pretty(&data)?);
@@ -243,8 +256,7 @@ fn show(a: ShowArgs) -> CmdResult {
 }
 
 fn stats(a: JsonArgs) -> CmdResult {
-    let kb = open(&a.project, false)?;
-    let s = kb.stats()?;
+    let s = read(&a.project, |kb| kb.stats())??;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&s)?);
         return Ok(Exit::Ok);
@@ -270,24 +282,77 @@ fn stats(a: JsonArgs) -> CmdResult {
     Ok(Exit::Ok)
 }
 
-fn mv(a: MoveArgs, to: Status) -> CmdResult {
-    let mut kb = open(&a.out.project, true)?;
-    match kb.transition(&a.id, to, "cli", a.reason.as_deref()) {
-        Ok(entry) => {
-            if a.out.json {
-                println!("{}", serde_json::to_string_pretty(&entry)?);
-            } else {
-                println!("{}", line(&entry));
-            }
-            Ok(Exit::Ok)
-        }
+/// The lifecycle tool that makes the move to `to`, and its arguments.
+fn move_call(to: Status, id: &str, reason: Option<&str>) -> (&'static str, Value) {
+    let (tool, id_key, reason_key) = match to {
+        Status::Approved => ("approve_candidate", "candidateId", "note"),
+        Status::Rejected => ("reject_candidate", "candidateId", "reason"),
+        Status::Published => ("publish_recipe", "recipeId", "note"),
+        _ => ("deprecate_recipe", "recipeId", "reason"),
+    };
+    let mut args = json!({ id_key: id });
+    if let Some(r) = reason {
+        args[reason_key] = json!(r);
+    }
+    (tool, args)
+}
+
+/// Refuses a move the entry's state does not allow (or one without its required reason) as a
+/// usage error, and a missing entry as a tool error, before the call: the exit codes tell
+/// them apart. The tool checks again inside its transaction.
+fn check_move(rt: &ProjectRuntime, a: &MoveArgs, to: Status) -> anyhow::Result<Option<Exit>> {
+    let from = match read_with(rt, |kb| kb.get(&a.id))? {
+        Ok(entry) => entry.status,
         Err(e @ KnowledgeError::NotFound { .. }) => {
             eprintln!("error: {e}");
-            Ok(Exit::ToolError)
+            return Ok(Some(Exit::ToolError));
         }
-        Err(
-            e @ (KnowledgeError::InvalidTransition { .. } | KnowledgeError::ReasonRequired { .. }),
-        ) => Err(usage_err(e)),
-        Err(e) => Err(e.into()),
+        Err(e) => return Err(e.into()),
+    };
+    let id = a.id.clone();
+    if !from.can_move_to(to) {
+        let allowed = from.next();
+        return Err(usage_err(KnowledgeError::InvalidTransition {
+            id,
+            from,
+            to,
+            allowed,
+        }));
     }
+    let blank = a.reason.as_deref().is_none_or(|r| r.trim().is_empty());
+    if to.needs_reason() && blank {
+        return Err(usage_err(KnowledgeError::ReasonRequired { id, to }));
+    }
+    Ok(None)
+}
+
+fn mv(a: MoveArgs, to: Status) -> CmdResult {
+    let rt = ProjectRuntime::open(&a.out.project.project)?;
+    if let Some(exit) = check_move(&rt, &a, to)? {
+        return Ok(exit);
+    }
+    let (tool, args) = move_call(to, &a.id, a.reason.as_deref());
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let outcome = runtime.block_on(rt.call_as_cli(tool, args));
+    rt.flush_audit()?;
+    if !outcome.is_ok() {
+        let rule = outcome
+            .rule
+            .as_deref()
+            .map(|r| format!(", rule {r}"))
+            .unwrap_or_default();
+        eprintln!(
+            "error ({}{rule}): {}",
+            outcome.status.as_str(),
+            outcome.error.as_deref().unwrap_or("no detail")
+        );
+        return Ok(Exit::from_code(outcome.status.exit_code()));
+    }
+    let entry = read_with(&rt, |kb| kb.get(&a.id))??;
+    if a.out.json {
+        println!("{}", serde_json::to_string_pretty(&entry)?);
+    } else {
+        println!("{}", line(&entry));
+    }
+    Ok(Exit::Ok)
 }

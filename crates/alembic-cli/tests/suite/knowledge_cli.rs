@@ -52,9 +52,32 @@ fn a_submission_is_reviewed_and_published_from_the_cli() {
         .code(2)
         .stderr(predicate::str::contains("a reason is required"));
     alembic(p)
-        .args(["knowledge", "approve", &id])
+        .args([
+            "knowledge",
+            "approve",
+            &id,
+            "--reason",
+            "checked against the client",
+        ])
         .assert()
         .success();
+    // The review went through the pipeline as caller `cli` and was audited.
+    let tail = json_out(alembic(p).args(["audit", "tail", "--json"]));
+    let approvals: Vec<&Value> = tail
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["tool"] == "approve_candidate")
+        .collect();
+    assert_eq!(approvals.len(), 1, "{tail:#}");
+    assert_eq!(approvals[0]["caller"], "cli");
+    assert_eq!(approvals[0]["verdict"], "ok");
+    assert_eq!(approvals[0]["args"]["candidateId"], id.as_str());
+    alembic(p)
+        .args(["audit", "verify"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("chain intact"));
     alembic(p)
         .args(["knowledge", "publish", &id])
         .assert()
@@ -75,6 +98,7 @@ fn a_submission_is_reviewed_and_published_from_the_cli() {
         .map(|t| t["by"].as_str().unwrap())
         .collect();
     assert_eq!(by, vec!["cli", "cli", "cli"]);
+    assert_eq!(shown["history"][1]["reason"], "checked against the client");
     let stats = json_out(alembic(p).args(["knowledge", "stats", "--json"]));
     assert_eq!(stats["recipes"], 1);
     alembic(p)

@@ -1,73 +1,123 @@
 //! `evolution-tools`: agents propose changes to published recipes; a confirmed deprecation
 //! and a skip close the open proposals (recorded, with who and why).
 
-use std::sync::Arc;
-
 use alembic_tools::{EffectClass, ToolContext, ToolDefinition, ToolError, ToolModule, ToolOutput};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::args::{entry_id, f64_arg, req_str};
-use super::{KnowledgeService, ServiceCache, tool};
+use super::args::{AnyObject, Text, entry_id};
+use super::{Knowledge, bind};
 use crate::evolution::PROPOSAL_TYPES;
 
-pub(crate) fn tools(cache: &Arc<ServiceCache>) -> Vec<ToolDefinition> {
-    let e = |name, desc, schema, body| {
-        tool(
-            cache,
-            name,
-            desc,
-            schema,
-            ToolModule::EvolutionTools,
-            EffectClass::WritesKnowledge,
-            body,
-        )
-    };
+/// The recipe, under `recipeId` (`candidateId` and `id` are read too).
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct RecipeRef {
+    #[serde(default)]
+    recipe_id: Text,
+    #[serde(default)]
+    #[schemars(skip)]
+    candidate_id: Text,
+    #[serde(default)]
+    #[schemars(skip)]
+    id: Text,
+}
+
+impl RecipeRef {
+    fn id(&self) -> Result<&str, ToolError> {
+        entry_id([&self.recipe_id, &self.candidate_id, &self.id])
+    }
+}
+
+fn half() -> f64 {
+    0.5
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[schemars(extend("required" = ["recipeId", "type", "description"]))]
+struct ProposeArgs {
+    #[serde(flatten)]
+    recipe: RecipeRef,
+    #[serde(rename = "type", default)]
+    #[schemars(extend("enum" = PROPOSAL_TYPES))]
+    kind: Text,
+    #[serde(default)]
+    #[schemars(length(min = 1))]
+    description: Text,
+    /// {sourceStatus: exists|moved|modified|deleted, currentCode, newLocation, suggestedChanges}
+    #[schemars(with = "Option<AnyObject>")]
+    evidence: Option<Value>,
+    #[serde(default = "half")]
+    #[schemars(range(min = 0, max = 1))]
+    confidence: f64,
+}
+
+/// A recipe and the reason of the decision.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[schemars(extend("required" = ["recipeId", "reason"]))]
+struct DecisionArgs {
+    #[serde(flatten)]
+    recipe: RecipeRef,
+    #[serde(default)]
+    #[schemars(length(min = 1))]
+    reason: Text,
+}
+
+fn evolution_tool<A: alembic_tools::ToolArgs>(
+    name: &str,
+    description: &str,
+) -> alembic_tools::TypedTool<A> {
+    ToolDefinition::typed::<A>(
+        name,
+        description,
+        ToolModule::EvolutionTools,
+        EffectClass::WritesKnowledge,
+    )
+}
+
+pub(crate) fn tools(state: &Knowledge) -> Vec<ToolDefinition> {
     vec![
-        e(
-            "propose_evolution",
-            "Propose a change to a published recipe (enhance, correction, deprecate, merge, \
-           supersede) with evidence from the code. One open proposal per recipe and type.",
-            json!({"type": "object", "properties": {
-              "recipeId": {"type": "string"},
-              "type": {"type": "string", "enum": PROPOSAL_TYPES},
-              "description": {"type": "string", "minLength": 1},
-              "evidence": {"type": "object", "description": "{sourceStatus: exists|moved|modified|deleted, currentCode, newLocation, suggestedChanges}"},
-              "confidence": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.5}
-          }, "required": ["recipeId", "type", "description"]}),
+        bind(
+            evolution_tool::<ProposeArgs>(
+                "propose_evolution",
+                "Propose a change to a published recipe (enhance, correction, deprecate, merge, \
+                 supersede) with evidence from the code. One open proposal per recipe and type.",
+            ),
+            state,
             propose_evolution,
         ),
-        e(
-            "confirm_deprecation",
-            "Deprecate a published recipe whose code is gone or wrong, closing its open proposals.",
-            json!({"type": "object", "properties": {
-              "recipeId": {"type": "string"}, "reason": {"type": "string", "minLength": 1}
-          }, "required": ["recipeId", "reason"]}),
+        bind(
+            evolution_tool::<DecisionArgs>(
+                "confirm_deprecation",
+                "Deprecate a published recipe whose code is gone or wrong, closing its open proposals.",
+            ),
+            state,
             confirm_deprecation,
         ),
-        e(
-            "skip_evolution",
-            "Record that a recipe was reviewed and stays as it is; its open proposals are closed \
-           as skipped with the reason.",
-            json!({"type": "object", "properties": {
-              "recipeId": {"type": "string"}, "reason": {"type": "string", "minLength": 1}
-          }, "required": ["recipeId", "reason"]}),
+        bind(
+            evolution_tool::<DecisionArgs>(
+                "skip_evolution",
+                "Record that a recipe was reviewed and stays as it is; its open proposals are closed \
+                 as skipped with the reason.",
+            ),
+            state,
             skip_evolution,
         ),
     ]
 }
 
 fn propose_evolution(
-    s: &KnowledgeService,
-    args: &Value,
+    s: &Knowledge,
+    args: ProposeArgs,
     ctx: &ToolContext,
 ) -> Result<ToolOutput, ToolError> {
-    let id = entry_id(args)?;
-    let kind = req_str(args, "type")?;
-    let description = req_str(args, "description")?;
-    let evidence = args.get("evidence").cloned().unwrap_or_else(|| json!({}));
-    let confidence = f64_arg(args, "confidence", 0.5);
+    let id = args.recipe.id()?;
+    let kind = args.kind.required("type")?;
+    let description = args.description.required("description")?;
+    let evidence = args.evidence.clone().unwrap_or_else(|| json!({}));
+    let confidence = args.confidence;
     let p =
-        s.with(|kb| kb.propose(id, kind, description, &evidence, confidence, &ctx.caller.id))?;
+        s.kb.with(|kb| kb.propose(id, kind, description, &evidence, confidence, &ctx.caller.id))?;
     let text = format!(
         "proposed {} {} for {} (confidence {:.2})",
         p.kind, p.id, p.entry_id, p.confidence
@@ -79,13 +129,14 @@ fn propose_evolution(
 }
 
 fn confirm_deprecation(
-    s: &KnowledgeService,
-    args: &Value,
+    s: &Knowledge,
+    args: DecisionArgs,
     ctx: &ToolContext,
 ) -> Result<ToolOutput, ToolError> {
-    let id = entry_id(args)?;
-    let reason = req_str(args, "reason")?;
-    let closed = s.with(|kb| kb.confirm_deprecation(id, reason, &ctx.caller.id))?;
+    let id = args.recipe.id()?;
+    let reason = args.reason.required("reason")?;
+    let closed =
+        s.kb.with(|kb| kb.confirm_deprecation(id, reason, &ctx.caller.id))?;
     let text = format!("deprecated {id}: {reason} ({closed} proposal(s) closed)");
     Ok(ToolOutput::new(
         json!({"status": "deprecated", "recipeId": id, "reason": reason, "closedProposals": closed}),
@@ -94,13 +145,14 @@ fn confirm_deprecation(
 }
 
 fn skip_evolution(
-    s: &KnowledgeService,
-    args: &Value,
+    s: &Knowledge,
+    args: DecisionArgs,
     ctx: &ToolContext,
 ) -> Result<ToolOutput, ToolError> {
-    let id = entry_id(args)?;
-    let reason = req_str(args, "reason")?;
-    let closed = s.with(|kb| kb.skip_evolution(id, reason, &ctx.caller.id))?;
+    let id = args.recipe.id()?;
+    let reason = args.reason.required("reason")?;
+    let closed =
+        s.kb.with(|kb| kb.skip_evolution(id, reason, &ctx.caller.id))?;
     let text = format!("skipped {id}: {reason} ({closed} proposal(s) closed)");
     Ok(ToolOutput::new(
         json!({"status": "skipped", "recipeId": id, "reason": reason, "closedProposals": closed}),

@@ -1,75 +1,114 @@
 //! `knowledge-graph` tools: `check_duplicate` (similar live entries by normalised title and
 //! content) and `add_graph_edge` (a typed relation between two existing, different entries).
 
-use std::sync::Arc;
-
 use alembic_tools::{EffectClass, ToolContext, ToolDefinition, ToolError, ToolModule, ToolOutput};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::args::{f64_arg, new_entry, opt_str, req_str};
-use super::{KnowledgeService, ServiceCache, tool};
-use crate::model::RELATIONS;
+use super::args::{AnyObject, Submission, Text};
+use super::{Knowledge, bind};
+use crate::model::{NewEntry, RELATIONS};
 use crate::similar::{DUPLICATE_THRESHOLD, find_similar};
 
-pub(crate) fn tools(cache: &Arc<ServiceCache>) -> Vec<ToolDefinition> {
+fn half() -> f64 {
+    0.5
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct DuplicateArgs {
+    /// {title, description, content|summary, code|pattern}
+    #[schemars(with = "Option<AnyObject>")]
+    candidate: Option<Value>,
+    #[serde(default)]
+    candidate_id: Text,
+    #[serde(default = "half")]
+    #[schemars(range(min = 0.05, max = 1))]
+    threshold: f64,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("required" = ["fromId", "toId", "relation"]))]
+struct EdgeArgs {
+    #[serde(default)]
+    from_id: Text,
+    #[serde(default)]
+    to_id: Text,
+    #[serde(default)]
+    #[schemars(extend("enum" = RELATIONS))]
+    relation: Text,
+    #[serde(default = "one")]
+    #[schemars(range(min = 0, max = 10))]
+    weight: f64,
+}
+
+pub(crate) fn tools(state: &Knowledge) -> Vec<ToolDefinition> {
     vec![
-        tool(
-            cache,
-            "check_duplicate",
-            "Find existing knowledge similar to a candidate (given inline, or a stored \
-             candidateId): same title, or similar title, prose and code. Reads only the \
-             knowledge base.",
-            json!({"type": "object", "properties": {
-                "candidate": {"type": "object", "description": "{title, description, content|summary, code|pattern}"},
-                "candidateId": {"type": "string"},
-                "threshold": {"type": "number", "minimum": 0.05, "maximum": 1, "default": 0.5}
-            }}),
-            ToolModule::KnowledgeGraph,
-            EffectClass::ReadOnly,
+        bind(
+            ToolDefinition::typed::<DuplicateArgs>(
+                "check_duplicate",
+                "Find existing knowledge similar to a candidate (given inline, or a stored \
+                 candidateId): same title, or similar title, prose and code. Reads only the \
+                 knowledge base.",
+                ToolModule::KnowledgeGraph,
+                EffectClass::ReadOnly,
+            ),
+            state,
             check_duplicate,
         ),
-        tool(
-            cache,
-            "add_graph_edge",
-            "Record a typed relation between two knowledge entries (fromId -relation-> toId). \
-             Both must exist and differ; re-adding the same edge updates its weight.",
-            json!({"type": "object", "properties": {
-                "fromId": {"type": "string"},
-                "toId": {"type": "string"},
-                "relation": {"type": "string", "enum": RELATIONS},
-                "weight": {"type": "number", "minimum": 0, "maximum": 10, "default": 1.0}
-            }, "required": ["fromId", "toId", "relation"]}),
-            ToolModule::KnowledgeGraph,
-            EffectClass::WritesKnowledge,
+        bind(
+            ToolDefinition::typed::<EdgeArgs>(
+                "add_graph_edge",
+                "Record a typed relation between two knowledge entries (fromId -relation-> toId). \
+                 Both must exist and differ; re-adding the same edge updates its weight.",
+                ToolModule::KnowledgeGraph,
+                EffectClass::WritesKnowledge,
+            ),
+            state,
             add_graph_edge,
         ),
     ]
 }
 
-fn check_duplicate(
-    s: &KnowledgeService,
-    args: &Value,
-    _: &ToolContext,
-) -> Result<ToolOutput, ToolError> {
-    let threshold = f64_arg(args, "threshold", 0.5).clamp(0.05, 1.0);
-    let (candidate, except) = match (
-        args.get("candidate").filter(|c| c.is_object()),
-        opt_str(args, "candidateId"),
+/// The candidate to compare: the inline object, else the stored entry (left out of the
+/// comparison).
+fn candidate_of(
+    s: &Knowledge,
+    args: DuplicateArgs,
+) -> Result<(NewEntry, Option<String>), ToolError> {
+    match (
+        args.candidate.filter(Value::is_object),
+        args.candidate_id.get(),
     ) {
-        (Some(c), _) => (new_entry(c)?, None),
+        (Some(c), _) => Ok((Submission::from_value(c)?.into_new_entry()?, None)),
         (None, Some(id)) => {
-            let e = s.with(|kb| kb.get(id))?;
+            let e = s.kb.with(|kb| kb.get(id))?;
             let as_args = json!({"title": e.title, "description": e.description,
                 "content": {"markdown": e.content, "pattern": e.pattern}});
-            (new_entry(&as_args)?, Some(e.id))
+            Ok((
+                Submission::from_value(as_args)?.into_new_entry()?,
+                Some(e.id),
+            ))
         }
-        (None, None) => {
-            return Err(ToolError::Invalid(
-                "give a \"candidate\" object or a \"candidateId\"".into(),
-            ));
-        }
-    };
-    let live = s.with(|kb| kb.live_entries())?;
+        (None, None) => Err(ToolError::Invalid(
+            "give a \"candidate\" object or a \"candidateId\"".into(),
+        )),
+    }
+}
+
+fn check_duplicate(
+    s: &Knowledge,
+    args: DuplicateArgs,
+    _: &ToolContext,
+) -> Result<ToolOutput, ToolError> {
+    let threshold = args.threshold.clamp(0.05, 1.0);
+    let (candidate, except) = candidate_of(s, args)?;
+    let live = s.kb.with(|kb| kb.live_entries())?;
     let similar = find_similar(&candidate, &live, threshold, 10, except.as_deref());
     let highest = similar.first().map_or(0.0, |x| x.similarity);
     let has_duplicate = highest >= DUPLICATE_THRESHOLD;
@@ -105,20 +144,21 @@ fn check_duplicate(
 }
 
 fn add_graph_edge(
-    s: &KnowledgeService,
-    args: &Value,
+    s: &Knowledge,
+    args: EdgeArgs,
     ctx: &ToolContext,
 ) -> Result<ToolOutput, ToolError> {
-    let from = req_str(args, "fromId")?;
-    let to = req_str(args, "toId")?;
-    let relation = req_str(args, "relation")?;
-    let weight = f64_arg(args, "weight", 1.0);
+    let from = args.from_id.required("fromId")?;
+    let to = args.to_id.required("toId")?;
+    let relation = args.relation.required("relation")?;
+    let weight = args.weight;
     if !(0.0..=10.0).contains(&weight) {
         return Err(ToolError::Invalid(format!(
             "weight {weight} is out of range: 0 to 10 is accepted"
         )));
     }
-    let (edge, new) = s.with(|kb| kb.add_edge(from, to, relation, weight, &ctx.caller.id))?;
+    let (edge, new) =
+        s.kb.with(|kb| kb.add_edge(from, to, relation, weight, &ctx.caller.id))?;
     let text = format!(
         "{} edge {} -{}-> {} (weight {})",
         if new { "added" } else { "updated" },

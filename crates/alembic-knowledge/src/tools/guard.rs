@@ -1,14 +1,13 @@
 //! `guard` tools: list the rules, check a file or snippet, recommend recipes, query recorded
 //! violations. Files are read through PathGuard, like `read_project_file`.
 
-use std::sync::Arc;
-
 use alembic_tools::{EffectClass, ToolContext, ToolDefinition, ToolError, ToolModule, ToolOutput};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::args::{bool_arg, first_str, opt_str, usize_arg};
+use super::args::Text;
 use super::query::{line, summary_json};
-use super::{KnowledgeService, ServiceCache, file_guard, tool};
+use super::{Knowledge, bind};
 use crate::guard::language_of;
 use crate::model::{Entry, Status};
 use crate::store::Filter;
@@ -16,67 +15,133 @@ use crate::store::Filter;
 /// Largest snippet `guard_check_code` accepts inline, in bytes.
 const MAX_CODE_BYTES: usize = 512 * 1024;
 
-pub(crate) fn tools(cache: &Arc<ServiceCache>) -> Vec<ToolDefinition> {
-    let g = |name, desc, schema, effect, body| {
-        tool(cache, name, desc, schema, ToolModule::Guard, effect, body)
-    };
+fn yes() -> bool {
+    true
+}
+
+fn fifty() -> i64 {
+    50
+}
+
+fn ten() -> i64 {
+    10
+}
+
+fn twenty() -> i64 {
+    20
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct RulesArgs {
+    #[serde(default)]
+    language: Text,
+    #[serde(rename = "includeBuiltIn", default = "yes")]
+    include_builtin: bool,
+    #[serde(default = "fifty")]
+    #[schemars(range(min = 1, max = 500))]
+    limit: i64,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct CheckArgs {
+    /// file relative to the project root
+    #[serde(default)]
+    file_path: Text,
+    /// snippet to check when no filePath is given
+    code: Option<String>,
+    /// defaults to the file's extension
+    #[serde(default)]
+    language: Text,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct RecommendArgs {
+    #[serde(default)]
+    language: Text,
+    #[serde(default)]
+    category: Text,
+    #[serde(default = "ten")]
+    #[schemars(range(min = 1, max = 50))]
+    limit: i64,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct ViolationArgs {
+    #[serde(default)]
+    file: Text,
+    #[serde(default = "twenty")]
+    #[schemars(range(min = 1, max = 200))]
+    limit: i64,
+    #[serde(default)]
+    stats_only: bool,
+}
+
+fn guard_tool<A: alembic_tools::ToolArgs>(
+    name: &str,
+    description: &str,
+    effect: EffectClass,
+) -> alembic_tools::TypedTool<A> {
+    ToolDefinition::typed::<A>(name, description, ToolModule::Guard, effect)
+}
+
+pub(crate) fn tools(state: &Knowledge) -> Vec<ToolDefinition> {
     vec![
-        g(
-            "list_guard_rules",
-            "List the guard rules (built-in and the project's .alembic/guard-rules.toml), \
-           optionally for one language.",
-            json!({"type": "object", "properties": {
-              "language": {"type": "string"},
-              "includeBuiltIn": {"type": "boolean", "default": true},
-              "limit": {"type": "integer", "minimum": 1, "maximum": 500, "default": 50}}}),
-            EffectClass::ReadOnly,
+        bind(
+            guard_tool::<RulesArgs>(
+                "list_guard_rules",
+                "List the guard rules (built-in and the project's .alembic/guard-rules.toml), \
+                 optionally for one language.",
+                EffectClass::ReadOnly,
+            ),
+            state,
             list_guard_rules,
         ),
-        g(
-            "guard_check_code",
-            "Check a project file (filePath) or a code snippet (code + language) against the \
-           guard rules; returns each violation with line, rule, severity and a fix. The check \
-           is recorded for query_violations.",
-            json!({"type": "object", "properties": {
-              "filePath": {"type": "string", "description": "file relative to the project root"},
-              "code": {"type": "string", "description": "snippet to check when no filePath is given"},
-              "language": {"type": "string", "description": "defaults to the file's extension"}}}),
-            EffectClass::ReadsProjectFiles,
+        bind(
+            guard_tool::<CheckArgs>(
+                "guard_check_code",
+                "Check a project file (filePath) or a code snippet (code + language) against the \
+                 guard rules; returns each violation with line, rule, severity and a fix. The check \
+                 is recorded for query_violations.",
+                EffectClass::ReadsProjectFiles,
+            ),
+            state,
             guard_check_code,
         ),
-        g(
-            "get_recommendations",
-            "Recommend published recipes, most used and highest quality first, optionally for a \
-           language or category.",
-            json!({"type": "object", "properties": {
-              "language": {"type": "string"}, "category": {"type": "string"},
-              "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10}}}),
-            EffectClass::ReadOnly,
+        bind(
+            guard_tool::<RecommendArgs>(
+                "get_recommendations",
+                "Recommend published recipes, most used and highest quality first, optionally for a \
+                 language or category.",
+                EffectClass::ReadOnly,
+            ),
+            state,
             get_recommendations,
         ),
-        g(
-            "query_violations",
-            "Recorded guard checks: totals (statsOnly), the checks of one file, or the latest.",
-            json!({"type": "object", "properties": {
-              "file": {"type": "string"},
-              "limit": {"type": "integer", "minimum": 1, "maximum": 200, "default": 20},
-              "statsOnly": {"type": "boolean", "default": false}}}),
-            EffectClass::ReadOnly,
+        bind(
+            guard_tool::<ViolationArgs>(
+                "query_violations",
+                "Recorded guard checks: totals (statsOnly), the checks of one file, or the latest.",
+                EffectClass::ReadOnly,
+            ),
+            state,
             query_violations,
         ),
     ]
 }
 
 fn list_guard_rules(
-    s: &KnowledgeService,
-    args: &Value,
-    ctx: &ToolContext,
+    s: &Knowledge,
+    args: RulesArgs,
+    _: &ToolContext,
 ) -> Result<ToolOutput, ToolError> {
-    let rules = s.guard_rules(ctx)?;
-    let include_builtin = bool_arg(args, "includeBuiltIn", true);
-    let limit = usize_arg(args, "limit", 50, 500);
+    let rules = s.kb.guard_rules(&s.safety.guard)?;
+    let include_builtin = args.include_builtin;
+    let limit = args.limit.clamp(1, 500) as usize;
     let selected: Vec<_> = rules
-        .for_language(opt_str(args, "language"))
+        .for_language(args.language.get())
         .into_iter()
         .filter(|r| include_builtin || r.spec.source != "built-in")
         .collect();
@@ -103,43 +168,41 @@ fn list_guard_rules(
     ))
 }
 
+/// What `guard_check_code` checks: the target's name, its code and language.
+fn check_target(s: &Knowledge, args: CheckArgs) -> Result<(String, String, String), ToolError> {
+    if let Some(path) = args.file_path.get() {
+        let code = s.safety.guard.read_to_string(path).map_err(read_error)?;
+        let lang = args
+            .language
+            .get()
+            .map(str::to_ascii_lowercase)
+            .unwrap_or_else(|| language_of(path).to_string());
+        return Ok((path.to_string(), code, lang));
+    }
+    let code = args.code.ok_or_else(|| {
+        ToolError::Invalid("give \"filePath\" (a project file) or \"code\" (a snippet)".into())
+    })?;
+    if code.len() > MAX_CODE_BYTES {
+        return Err(ToolError::Invalid(format!(
+            "code is {} bytes; at most {MAX_CODE_BYTES} are accepted",
+            code.len()
+        )));
+    }
+    let lang = args.language.get().unwrap_or("").to_ascii_lowercase();
+    Ok(("(inline)".to_string(), code, lang))
+}
+
 fn guard_check_code(
-    s: &KnowledgeService,
-    args: &Value,
+    s: &Knowledge,
+    args: CheckArgs,
     ctx: &ToolContext,
 ) -> Result<ToolOutput, ToolError> {
-    let (target, code, language) = match first_str(args, &["filePath", "file", "path"]) {
-        Some(path) => {
-            let guard = file_guard(ctx, s)?;
-            let code = guard.read_to_string(path).map_err(read_error)?;
-            let lang = opt_str(args, "language")
-                .map(str::to_ascii_lowercase)
-                .unwrap_or_else(|| language_of(path).to_string());
-            (path.to_string(), code, lang)
-        }
-        None => {
-            let code = args.get("code").and_then(Value::as_str).ok_or_else(|| {
-                ToolError::Invalid(
-                    "give \"filePath\" (a project file) or \"code\" (a snippet)".into(),
-                )
-            })?;
-            if code.len() > MAX_CODE_BYTES {
-                return Err(ToolError::Invalid(format!(
-                    "code is {} bytes; at most {MAX_CODE_BYTES} are accepted",
-                    code.len()
-                )));
-            }
-            (
-                "(inline)".to_string(),
-                code.to_string(),
-                opt_str(args, "language").unwrap_or("").to_ascii_lowercase(),
-            )
-        }
-    };
-    let rules = s.guard_rules(ctx)?;
+    let (target, code, language) = check_target(s, args)?;
+    let rules = s.kb.guard_rules(&s.safety.guard)?;
     let violations = rules.check(&code, &language);
     let rules_applied = rules.for_language(Some(&language)).len();
-    let run = s.with(|kb| kb.record_guard_run(&target, &language, &violations, &ctx.caller.id))?;
+    let run =
+        s.kb.with(|kb| kb.record_guard_run(&target, &language, &violations, &ctx.caller.id))?;
     let mut text = format!(
         "{target} ({}): {} violation(s) from {rules_applied} rule(s)\n",
         if language.is_empty() {
@@ -183,20 +246,20 @@ fn rank(e: &Entry) -> f64 {
 }
 
 fn get_recommendations(
-    s: &KnowledgeService,
-    args: &Value,
+    s: &Knowledge,
+    args: RecommendArgs,
     _: &ToolContext,
 ) -> Result<ToolOutput, ToolError> {
     let filter = Filter {
         statuses: vec![Status::Published],
-        language: opt_str(args, "language").map(String::from),
-        category: opt_str(args, "category").map(String::from),
+        language: args.language.get().map(String::from),
+        category: args.category.get().map(String::from),
         limit: 100_000,
         ..Filter::default()
     };
-    let mut recipes = s.with(|kb| kb.list(&filter))?;
+    let mut recipes = s.kb.with(|kb| kb.list(&filter))?;
     recipes.sort_by(|a, b| rank(b).total_cmp(&rank(a)).then(a.id.cmp(&b.id)));
-    recipes.truncate(usize_arg(args, "limit", 10, 50));
+    recipes.truncate(args.limit.clamp(1, 50) as usize);
     let mut text = format!("{} recommendation(s)\n", recipes.len());
     for e in &recipes {
         text.push_str(&line(e, Some(rank(e))));
@@ -212,23 +275,24 @@ fn get_recommendations(
 }
 
 fn query_violations(
-    s: &KnowledgeService,
-    args: &Value,
+    s: &Knowledge,
+    args: ViolationArgs,
     _: &ToolContext,
 ) -> Result<ToolOutput, ToolError> {
-    let stats = s.with(|kb| kb.guard_stats())?;
+    let stats = s.kb.with(|kb| kb.guard_stats())?;
     let mut text = format!(
         "{} check(s), {} violation(s) in {} file(s)\n",
         stats.runs, stats.violations, stats.files_with_violations
     );
-    if bool_arg(args, "statsOnly", false) {
+    if args.stats_only {
         for (rule, n) in &stats.by_rule {
             text.push_str(&format!("  {rule}: {n}\n"));
         }
         return Ok(ToolOutput::new(json!({"stats": stats}), text.trim_end()));
     }
-    let file = opt_str(args, "file");
-    let runs = s.with(|kb| kb.guard_runs(file, usize_arg(args, "limit", 20, 200)))?;
+    let file = args.file.get();
+    let limit = args.limit.clamp(1, 200) as usize;
+    let runs = s.kb.with(|kb| kb.guard_runs(file, limit))?;
     for r in &runs {
         text.push_str(&format!(
             "  run {} {} ({}): {} violation(s)\n",

@@ -1,10 +1,11 @@
 //! The knowledge tools: `query` (6), `lifecycle` (10), `knowledge-graph` (2), `guard` (4),
 //! `evolution-tools` (3), and the composites `submit_with_check` and `knowledge_overview`.
 //!
-//! Handlers find the store as the [`KnowledgeService`] in the pipeline's services (one per
-//! project root is created on demand when a runtime has none). The service opens
-//! `.alembic/alembic.db` on first use, so a runtime that only lists tools writes nothing.
-//! Every write records the caller's id as "who" in the entry's history.
+//! Each tool's arguments are a struct (see [`args`] for the shapes they share) and its
+//! handler receives the [`KnowledgeService`] and the runtime's [`SafetyServices`] it was
+//! registered with. The service opens `.alembic/alembic.db` on first use, so a runtime that
+//! only lists tools writes nothing. Every write records the caller's id as "who" in the
+//! entry's history.
 
 mod args;
 mod evolution;
@@ -12,17 +13,17 @@ mod graph;
 mod guard;
 mod lifecycle;
 mod query;
+mod submit;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use alembic_safety::PathGuard;
+use alembic_safety::tools::SafetyServices;
 use alembic_tools::{
-    EffectClass, RegistryError, ToolContext, ToolDefinition, ToolError, ToolModule, ToolOutput,
-    ToolRegistry, handler_fn,
+    RegistryError, ToolArgs, ToolContext, ToolDefinition, ToolError, ToolOutput, ToolRegistry,
+    TypedTool,
 };
-use serde_json::Value;
 
 use crate::error::KnowledgeError;
 use crate::guard::{GuardRules, PROJECT_RULES_PATH};
@@ -32,7 +33,6 @@ use crate::store::KnowledgeStore;
 pub struct KnowledgeService {
     root: PathBuf,
     store: OnceLock<Result<Mutex<KnowledgeStore>, String>>,
-    guard: OnceLock<Result<PathGuard, String>>,
 }
 
 impl std::fmt::Debug for KnowledgeService {
@@ -49,12 +49,10 @@ impl KnowledgeService {
         KnowledgeService {
             root: root.to_path_buf(),
             store: OnceLock::new(),
-            guard: OnceLock::new(),
         }
     }
 
-    /// A service over an already open store (tests, in-memory runs); files are read
-    /// beneath `root`.
+    /// A service over an already open store (tests, in-memory runs).
     pub fn from_store(root: &Path, store: KnowledgeStore) -> Self {
         let service = Self::for_project(root);
         let _ = service.store.set(Ok(Mutex::new(store)));
@@ -80,18 +78,10 @@ impl KnowledgeService {
         f(&mut guard).map_err(tool_error)
     }
 
-    /// Confinement for reading project files (checked files, project rules).
-    fn path_guard(&self) -> Result<&PathGuard, ToolError> {
-        self.guard
-            .get_or_init(|| PathGuard::new(&self.root).map_err(|e| e.to_string()))
-            .as_ref()
-            .map_err(|e| ToolError::failed(format!("cannot confine file access: {e}")))
-    }
-
-    /// Built-in guard rules overlaid with the project's `.alembic/guard-rules.toml`, plus the
-    /// guards of published rule entries. Read on every call, so edits apply at once.
-    pub fn guard_rules(&self, ctx: &ToolContext) -> Result<GuardRules, ToolError> {
-        let guard = file_guard(ctx, self)?;
+    /// Built-in guard rules overlaid with the project's `.alembic/guard-rules.toml` (read
+    /// through `guard`), plus the guards of published rule entries. Read on every call, so
+    /// edits apply at once.
+    pub fn guard_rules(&self, guard: &PathGuard) -> Result<GuardRules, ToolError> {
         let project = match guard.read_to_string(PROJECT_RULES_PATH) {
             Ok(text) => Some(text),
             Err(alembic_safety::PathError::NotFound { .. }) => None,
@@ -109,34 +99,6 @@ impl KnowledgeService {
     }
 }
 
-/// The PathGuard the read tools use: the safety services' (with the project's configured
-/// protections) when the runtime has them, else the knowledge service's own.
-pub(crate) fn file_guard<'a>(
-    ctx: &ToolContext,
-    service: &'a KnowledgeService,
-) -> Result<GuardRef<'a>, ToolError> {
-    if let Some(safety) = ctx.service::<alembic_safety::tools::SafetyServices>() {
-        return Ok(GuardRef::Shared(safety));
-    }
-    Ok(GuardRef::Own(service.path_guard()?))
-}
-
-/// Either the runtime's guard or the service's own.
-pub(crate) enum GuardRef<'a> {
-    Shared(Arc<alembic_safety::tools::SafetyServices>),
-    Own(&'a PathGuard),
-}
-
-impl std::ops::Deref for GuardRef<'_> {
-    type Target = PathGuard;
-    fn deref(&self) -> &PathGuard {
-        match self {
-            GuardRef::Shared(s) => &s.guard,
-            GuardRef::Own(g) => g,
-        }
-    }
-}
-
 /// Maps a knowledge error to the tool error a model should see.
 pub(crate) fn tool_error(e: KnowledgeError) -> ToolError {
     match e {
@@ -150,63 +112,42 @@ pub(crate) fn tool_error(e: KnowledgeError) -> ToolError {
     }
 }
 
-/// Services created on demand, one per project root, for runtimes that registered none.
-#[derive(Default)]
-pub(crate) struct ServiceCache {
-    by_root: Mutex<HashMap<PathBuf, Arc<KnowledgeService>>>,
+/// What every knowledge handler is registered with: the knowledge base, and the runtime's
+/// safety services (whose PathGuard, with the project's configured protections, confines the
+/// files the guard tools read).
+#[derive(Clone)]
+pub(crate) struct Knowledge {
+    pub(crate) kb: Arc<KnowledgeService>,
+    pub(crate) safety: Arc<SafetyServices>,
 }
 
-impl ServiceCache {
-    pub(crate) fn for_context(&self, ctx: &ToolContext) -> Arc<KnowledgeService> {
-        if let Some(s) = ctx.service::<KnowledgeService>()
-            && s.root() == ctx.project_root
-        {
-            return s;
-        }
-        let mut map = self.by_root.lock().unwrap_or_else(PoisonError::into_inner);
-        Arc::clone(
-            map.entry(ctx.project_root.clone())
-                .or_insert_with(|| Arc::new(KnowledgeService::for_project(&ctx.project_root))),
-        )
-    }
-}
+/// A handler body: state, typed arguments and context in, output out.
+pub(crate) type Body<A> = fn(&Knowledge, A, &ToolContext) -> Result<ToolOutput, ToolError>;
 
-/// A handler body: service, arguments and context in, output out.
-pub(crate) type Body = fn(&KnowledgeService, &Value, &ToolContext) -> Result<ToolOutput, ToolError>;
-
-/// Builds a tool whose handler runs `body` with the project's knowledge service.
-pub(crate) fn tool(
-    cache: &Arc<ServiceCache>,
-    name: &str,
-    description: &str,
-    schema: Value,
-    module: ToolModule,
-    effect: EffectClass,
-    body: Body,
+/// Binds `body` as the handler of `tool`, with the knowledge state.
+pub(crate) fn bind<A: ToolArgs>(
+    tool: TypedTool<A>,
+    state: &Knowledge,
+    body: Body<A>,
 ) -> ToolDefinition {
-    let cache = Arc::clone(cache);
-    ToolDefinition::new(
-        name,
-        description,
-        schema,
-        module,
-        effect,
-        handler_fn(move |args, ctx| {
-            let service = cache.for_context(&ctx);
-            async move { body(&service, &args, &ctx) }
-        }),
-    )
+    tool.handler(state.clone(), move |state, args, ctx| async move {
+        body(&state, args, &ctx)
+    })
 }
 
-/// Registers every knowledge tool.
-pub fn register_tools(registry: &ToolRegistry) -> Result<(), RegistryError> {
-    let cache = Arc::new(ServiceCache::default());
-    for def in query::tools(&cache)
+/// Registers every knowledge tool over `kb`, confining file reads with `safety`'s PathGuard.
+pub fn register_tools(
+    registry: &ToolRegistry,
+    kb: Arc<KnowledgeService>,
+    safety: Arc<SafetyServices>,
+) -> Result<(), RegistryError> {
+    let state = Knowledge { kb, safety };
+    for def in query::tools(&state)
         .into_iter()
-        .chain(lifecycle::tools(&cache))
-        .chain(graph::tools(&cache))
-        .chain(guard::tools(&cache))
-        .chain(evolution::tools(&cache))
+        .chain(lifecycle::tools(&state))
+        .chain(graph::tools(&state))
+        .chain(guard::tools(&state))
+        .chain(evolution::tools(&state))
     {
         registry.register(def)?;
     }

@@ -2,140 +2,218 @@
 //! related entries. Filters (category, language, type, status) apply inside the search, not
 //! after the limit, and graph answers are computed before returning.
 
-use std::sync::Arc;
-
 use alembic_tools::{EffectClass, ToolContext, ToolDefinition, ToolError, ToolModule, ToolOutput};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::args::{entry_id, first_str, opt_str, usize_arg};
-use super::{KnowledgeService, ServiceCache, tool};
+use super::args::{Text, entry_id};
+use super::{Knowledge, KnowledgeService, bind};
 use crate::model::{Entry, Kind, Status};
 use crate::store::{Filter, Hit};
 
-pub(crate) fn tools(cache: &Arc<ServiceCache>) -> Vec<ToolDefinition> {
-    let q = |name, desc, schema, body| {
-        tool(
-            cache,
-            name,
-            desc,
-            schema,
-            ToolModule::Query,
-            EffectClass::ReadOnly,
-            body,
-        )
-    };
+/// Keyword and filters of `search_recipes`.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct SearchArgs {
+    /// words to search for (query is accepted too)
+    #[serde(default)]
+    keyword: Text,
+    #[serde(default)]
+    query: Text,
+    #[serde(default)]
+    category: Text,
+    #[serde(default)]
+    language: Text,
+    #[serde(default)]
+    knowledge_type: Text,
+    #[serde(default)]
+    #[schemars(extend("enum" = ["rule", "pattern", "fact"]))]
+    kind: Text,
+    #[serde(default = "ten")]
+    #[schemars(range(min = 1, max = 100))]
+    limit: i64,
+}
+
+fn ten() -> i64 {
+    10
+}
+
+/// `search_recipes`' arguments plus the candidate's state.
+#[derive(Deserialize, schemars::JsonSchema)]
+struct CandidateSearchArgs {
+    #[serde(flatten)]
+    search: SearchArgs,
+    /// draft, submitted, approved or rejected (pending = submitted)
+    #[serde(default)]
+    status: Text,
+}
+
+/// One entry, by `recipeId` (or `candidateId`, or `id`).
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct EntryArgs {
+    /// entry id (candidateId is accepted too)
+    #[serde(default)]
+    recipe_id: Text,
+    #[serde(default)]
+    candidate_id: Text,
+    #[serde(default)]
+    #[schemars(skip)]
+    id: Text,
+}
+
+impl EntryArgs {
+    fn id(&self) -> Result<&str, ToolError> {
+        entry_id([&self.recipe_id, &self.candidate_id, &self.id])
+    }
+}
+
+/// An entry and, optionally, one relation.
+#[derive(Deserialize, schemars::JsonSchema)]
+struct RelatedArgs {
+    #[serde(flatten)]
+    entry: EntryArgs,
+    /// requires, extends, enforces, depends_on, inherits, implements, calls, prerequisite, related, ...
+    #[serde(default)]
+    relation: Text,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct NoArgs {}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("required" = ["query"]))]
+struct KnowledgeSearchArgs {
+    #[serde(default)]
+    #[schemars(length(min = 1))]
+    query: Text,
+    #[serde(default)]
+    #[schemars(skip)]
+    keyword: Text,
+    #[serde(default = "five")]
+    #[schemars(range(min = 1, max = 20))]
+    top_k: i64,
+}
+
+fn five() -> i64 {
+    5
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct OverviewArgs {
+    #[serde(default = "yes")]
+    include_top_recipes: bool,
+    #[serde(default = "five")]
+    #[schemars(range(min = 1, max = 20))]
+    limit: i64,
+}
+
+pub(crate) fn tools(state: &Knowledge) -> Vec<ToolDefinition> {
     vec![
-        q(
-            "search_recipes",
-            "Search published recipes (the project's reviewed knowledge) by keyword, with optional \
-             category, language, knowledge type and kind filters. Without a keyword, lists the newest.",
-            filter_schema(json!({})),
+        bind(
+            query_tool::<SearchArgs>(
+                "search_recipes",
+                "Search published recipes (the project's reviewed knowledge) by keyword, with optional \
+                 category, language, knowledge type and kind filters. Without a keyword, lists the newest.",
+            ),
+            state,
             search_recipes,
         ),
-        q(
-            "search_candidates",
-            "Search knowledge candidates under review (draft, submitted, approved, rejected) by \
-             keyword and filters. `status` narrows to one state.",
-            filter_schema(json!({"status": {"type": "string",
-                "description": "draft, submitted, approved or rejected (pending = submitted)"}})),
+        bind(
+            query_tool::<CandidateSearchArgs>(
+                "search_candidates",
+                "Search knowledge candidates under review (draft, submitted, approved, rejected) by \
+                 keyword and filters. `status` narrows to one state.",
+            ),
+            state,
             search_candidates,
         ),
-        q(
-            "get_recipe_detail",
-            "Everything about one knowledge entry: fields, lifecycle history (who and why), \
-             graph edges and open evolution proposals.",
-            id_schema(json!({})),
+        bind(
+            query_tool::<EntryArgs>(
+                "get_recipe_detail",
+                "Everything about one knowledge entry: fields, lifecycle history (who and why), \
+                 graph edges and open evolution proposals.",
+            ),
+            state,
             get_recipe_detail,
         ),
-        q(
-            "get_project_stats",
-            "Counts of the knowledge base: entries by status, kind and language, graph edges, \
-             open proposals and guard checks.",
-            json!({"type": "object", "properties": {}}),
+        bind(
+            query_tool::<NoArgs>(
+                "get_project_stats",
+                "Counts of the knowledge base: entries by status, kind and language, graph edges, \
+                 open proposals and guard checks.",
+            ),
+            state,
             get_project_stats,
         ),
-        q(
-            "search_knowledge",
-            "Search all live knowledge (published recipes first in relevance, plus candidates \
-             under review) and say how well each result matches the query.",
-            json!({"type": "object", "properties": {
-                "query": {"type": "string", "minLength": 1},
-                "topK": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5}
-            }, "required": ["query"]}),
+        bind(
+            query_tool::<KnowledgeSearchArgs>(
+                "search_knowledge",
+                "Search all live knowledge (published recipes first in relevance, plus candidates \
+                 under review) and say how well each result matches the query.",
+            ),
+            state,
             search_knowledge,
         ),
-        tool(
-            cache,
-            "knowledge_overview",
-            "Overview of the knowledge base: counts, the most used published recipes, and a \
-             hint on what to do next when it is empty or has candidates waiting for review.",
-            json!({"type": "object", "properties": {
-                "includeTopRecipes": {"type": "boolean", "default": true},
-                "limit": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5}
-            }}),
-            ToolModule::Composite,
-            EffectClass::ReadOnly,
+        bind(
+            ToolDefinition::typed::<OverviewArgs>(
+                "knowledge_overview",
+                "Overview of the knowledge base: counts, the most used published recipes, and a \
+                 hint on what to do next when it is empty or has candidates waiting for review.",
+                ToolModule::Composite,
+                EffectClass::ReadOnly,
+            ),
+            state,
             knowledge_overview,
         ),
-        q(
-            "get_related_recipes",
-            "Entries connected to one entry in the knowledge graph (outgoing and incoming edges), \
-             optionally of one relation.",
-            id_schema(json!({"relation": {"type": "string",
-                "description": "requires, extends, enforces, depends_on, inherits, implements, calls, prerequisite, related, ..."}})),
+        bind(
+            query_tool::<RelatedArgs>(
+                "get_related_recipes",
+                "Entries connected to one entry in the knowledge graph (outgoing and incoming edges), \
+                 optionally of one relation.",
+            ),
+            state,
             get_related_recipes,
         ),
     ]
 }
 
-fn filter_schema(extra: Value) -> Value {
-    let mut props = json!({
-        "keyword": {"type": "string", "description": "words to search for (query is accepted too)"},
-        "query": {"type": "string"},
-        "category": {"type": "string"},
-        "language": {"type": "string"},
-        "knowledgeType": {"type": "string"},
-        "kind": {"type": "string", "enum": ["rule", "pattern", "fact"]},
-        "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 10}
-    });
-    if let (Some(p), Some(e)) = (props.as_object_mut(), extra.as_object()) {
-        p.extend(e.clone());
-    }
-    json!({"type": "object", "properties": props})
+fn query_tool<A: alembic_tools::ToolArgs>(
+    name: &str,
+    description: &str,
+) -> alembic_tools::TypedTool<A> {
+    ToolDefinition::typed::<A>(name, description, ToolModule::Query, EffectClass::ReadOnly)
 }
 
-fn id_schema(extra: Value) -> Value {
-    let mut props = json!({
-        "recipeId": {"type": "string", "description": "entry id (candidateId is accepted too)"},
-        "candidateId": {"type": "string"}
-    });
-    if let (Some(p), Some(e)) = (props.as_object_mut(), extra.as_object()) {
-        p.extend(e.clone());
-    }
-    json!({"type": "object", "properties": props})
-}
-
-fn filter_from(args: &Value, statuses: Vec<Status>) -> Result<Filter, ToolError> {
+fn filter_from(args: &SearchArgs, statuses: Vec<Status>) -> Result<Filter, ToolError> {
     Ok(Filter {
         statuses,
-        kind: opt_str(args, "kind")
+        kind: args
+            .kind
+            .get()
             .map(str::parse::<Kind>)
             .transpose()
             .map_err(|e| ToolError::Invalid(e.to_string()))?,
-        language: opt_str(args, "language").map(String::from),
-        category: opt_str(args, "category").map(String::from),
-        knowledge_type: opt_str(args, "knowledgeType").map(String::from),
-        limit: usize_arg(args, "limit", 10, 100),
+        language: args.language.get().map(String::from),
+        category: args.category.get().map(String::from),
+        knowledge_type: args.knowledge_type.get().map(String::from),
+        limit: args.limit.clamp(1, 100) as usize,
     })
 }
 
 /// Searches when a keyword is given, else lists; returns the JSON and text of the results.
 fn find(
     service: &KnowledgeService,
-    args: &Value,
+    args: &SearchArgs,
     filter: &Filter,
 ) -> Result<ToolOutput, ToolError> {
-    let keyword = first_str(args, &["keyword", "query"]);
+    let keyword = args.keyword.get().or(args.query.get());
     let hits: Vec<Hit> = match keyword {
         Some(k) => service.with(|kb| kb.search(k, filter))?,
         None => service
@@ -163,19 +241,19 @@ fn find(
 }
 
 fn search_recipes(
-    s: &KnowledgeService,
-    args: &Value,
+    s: &Knowledge,
+    args: SearchArgs,
     _: &ToolContext,
 ) -> Result<ToolOutput, ToolError> {
-    find(s, args, &filter_from(args, vec![Status::Published])?)
+    find(&s.kb, &args, &filter_from(&args, vec![Status::Published])?)
 }
 
 fn search_candidates(
-    s: &KnowledgeService,
-    args: &Value,
+    s: &Knowledge,
+    args: CandidateSearchArgs,
     _: &ToolContext,
 ) -> Result<ToolOutput, ToolError> {
-    let statuses = match opt_str(args, "status") {
+    let statuses = match args.status.get() {
         Some(st) => {
             let st: Status = st
                 .parse()
@@ -184,16 +262,16 @@ fn search_candidates(
         }
         None => Status::CANDIDATE.to_vec(),
     };
-    find(s, args, &filter_from(args, statuses)?)
+    find(&s.kb, &args.search, &filter_from(&args.search, statuses)?)
 }
 
 fn get_recipe_detail(
-    s: &KnowledgeService,
-    args: &Value,
+    s: &Knowledge,
+    args: EntryArgs,
     _: &ToolContext,
 ) -> Result<ToolOutput, ToolError> {
-    let id = entry_id(args)?;
-    let (entry, history, edges, proposals) = s.with(|kb| {
+    let id = args.id()?;
+    let (entry, history, edges, proposals) = s.kb.with(|kb| {
         Ok((
             kb.get(id)?,
             kb.history(id)?,
@@ -240,12 +318,8 @@ fn get_recipe_detail(
     Ok(ToolOutput::new(data, text.trim_end()))
 }
 
-fn get_project_stats(
-    s: &KnowledgeService,
-    _: &Value,
-    _: &ToolContext,
-) -> Result<ToolOutput, ToolError> {
-    let (stats, guard) = s.with(|kb| Ok((kb.stats()?, kb.guard_stats()?)))?;
+fn get_project_stats(s: &Knowledge, _: NoArgs, _: &ToolContext) -> Result<ToolOutput, ToolError> {
+    let (stats, guard) = s.kb.with(|kb| Ok((kb.stats()?, kb.guard_stats()?)))?;
     let by_status = stats
         .by_status
         .iter()
@@ -274,18 +348,20 @@ fn get_project_stats(
 }
 
 fn search_knowledge(
-    s: &KnowledgeService,
-    args: &Value,
+    s: &Knowledge,
+    args: KnowledgeSearchArgs,
     _: &ToolContext,
 ) -> Result<ToolOutput, ToolError> {
-    let query = first_str(args, &["query", "keyword"])
-        .ok_or_else(|| ToolError::Invalid("\"query\" is required and must not be blank".into()))?;
+    let query = match args.query.get() {
+        Some(q) => q,
+        None => args.keyword.required("query")?,
+    };
     let filter = Filter {
         statuses: vec![Status::Published, Status::Approved, Status::Submitted],
-        limit: usize_arg(args, "topK", 5, 20),
+        limit: args.top_k.clamp(1, 20) as usize,
         ..Filter::default()
     };
-    let mut hits = s.with(|kb| kb.search(query, &filter))?;
+    let mut hits = s.kb.with(|kb| kb.search(query, &filter))?;
     // Published knowledge first among equally good matches: it has been reviewed.
     hits.sort_by(|a, b| {
         b.score
@@ -326,13 +402,13 @@ fn search_knowledge(
 }
 
 fn get_related_recipes(
-    s: &KnowledgeService,
-    args: &Value,
+    s: &Knowledge,
+    args: RelatedArgs,
     _: &ToolContext,
 ) -> Result<ToolOutput, ToolError> {
-    let id = entry_id(args)?;
-    let relation = opt_str(args, "relation");
-    let n = s.with(|kb| kb.neighbours(id, relation))?;
+    let id = args.entry.id()?;
+    let relation = args.relation.get();
+    let n = s.kb.with(|kb| kb.neighbours(id, relation))?;
     let mut text = format!(
         "{} outgoing, {} incoming edge(s) of {id}\n",
         n.outgoing.len(),
@@ -387,22 +463,22 @@ pub(crate) fn line(e: &Entry, score: Option<f64>) -> String {
 }
 
 fn knowledge_overview(
-    s: &KnowledgeService,
-    args: &Value,
+    s: &Knowledge,
+    args: OverviewArgs,
     _: &ToolContext,
 ) -> Result<ToolOutput, ToolError> {
-    let stats = s.with(|kb| kb.stats())?;
+    let stats = s.kb.with(|kb| kb.stats())?;
     let mut top = Vec::new();
-    if super::args::bool_arg(args, "includeTopRecipes", true) {
+    if args.include_top_recipes {
         let filter = Filter {
             statuses: vec![Status::Published],
             limit: 100_000,
             ..Filter::default()
         };
-        top = s.with(|kb| kb.list(&filter))?;
+        top = s.kb.with(|kb| kb.list(&filter))?;
         let used = |e: &Entry| e.adoptions * 2 + e.applications;
         top.sort_by(|a, b| used(b).cmp(&used(a)).then(a.id.cmp(&b.id)));
-        top.truncate(usize_arg(args, "limit", 5, 20));
+        top.truncate(args.limit.clamp(1, 20) as usize);
     }
     let waiting = stats.by_status.get("submitted").copied().unwrap_or(0);
     let hint = if stats.total == 0 {

@@ -8,14 +8,13 @@ use std::sync::Arc;
 use alembic_context::middleware::{IsSubmit, SubmitDedup};
 use alembic_context::{LoopDirectory, LoopMemory, MemoryCoordinator, ScopeId};
 use alembic_knowledge::tools::TOOL_NAMES;
-use alembic_knowledge::{KnowledgeService, register_tools};
 use alembic_tools::{
     Allowlist, Caller, OutcomeStatus, Pipeline, Services, ToolCall, ToolOutcome, ToolRegistry,
 };
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use super::support::store;
+use super::support::register_with_store;
 
 struct Loop {
     _dir: tempfile::TempDir,
@@ -26,7 +25,7 @@ impl Loop {
     fn new() -> Loop {
         let dir = tempfile::tempdir().unwrap();
         let registry = Arc::new(ToolRegistry::new());
-        register_tools(&registry).unwrap();
+        register_with_store(&registry, dir.path());
         let directory = Arc::new(LoopDirectory::default());
         let memory = LoopMemory::new(
             Arc::new(MemoryCoordinator::default()),
@@ -36,10 +35,7 @@ impl Loop {
             Arc::new(alembic_base::ManualClock::new(1_000)),
         );
         directory.attach("agent:producer", Arc::new(memory));
-        let services = Services::builder()
-            .insert(Arc::new(KnowledgeService::from_store(dir.path(), store())))
-            .insert(directory.clone())
-            .build();
+        let services = Services::builder().insert(directory.clone()).build();
         let safety = alembic_safety::PolicySafetyCheck::for_root(dir.path()).unwrap();
         let pipeline = Pipeline::builder(registry, dir.path())
             .services(services)

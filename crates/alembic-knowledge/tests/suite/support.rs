@@ -8,7 +8,8 @@ use alembic_base::{Clock, Sleep};
 
 use alembic_knowledge::tools::TOOL_NAMES;
 use alembic_knowledge::{KnowledgeService, KnowledgeStore, NewEntry, register_tools};
-use alembic_tools::{Allowlist, Caller, Pipeline, Services, ToolCall, ToolOutcome, ToolRegistry};
+use alembic_safety::tools::SafetyServices;
+use alembic_tools::{Allowlist, Caller, Pipeline, ToolCall, ToolOutcome, ToolRegistry};
 use serde_json::Value;
 
 /// A store whose clock advances by one second per reading, starting at 1_000_000.
@@ -50,6 +51,13 @@ pub fn entry(title: &str, content: &str) -> NewEntry {
     }
 }
 
+/// Registers the knowledge tools over a fresh in-memory store, confined to `root`.
+pub fn register_with_store(registry: &ToolRegistry, root: &std::path::Path) {
+    let kb = Arc::new(KnowledgeService::from_store(root, store()));
+    let safety = Arc::new(SafetyServices::for_root(root).unwrap());
+    register_tools(registry, kb, safety).unwrap();
+}
+
 pub struct Harness {
     pub dir: tempfile::TempDir,
     pipeline: Arc<Pipeline>,
@@ -60,13 +68,9 @@ impl Harness {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("src")).unwrap();
         let registry = Arc::new(ToolRegistry::new());
-        register_tools(&registry).unwrap();
-        let services = Services::builder()
-            .insert(Arc::new(KnowledgeService::from_store(dir.path(), store())))
-            .build();
+        register_with_store(&registry, dir.path());
         let safety = alembic_safety::PolicySafetyCheck::for_root(dir.path()).unwrap();
         let pipeline = Pipeline::builder(registry, dir.path())
-            .services(services)
             .safety(Arc::new(safety))
             .build();
         Harness { dir, pipeline }

@@ -6,7 +6,7 @@ use alembic_tools::{OutcomeStatus, PresetCatalog, ToolModule, ToolRegistry};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use super::support::Harness;
+use super::support::{Harness, register_with_store};
 
 fn candidate(title: &str) -> Value {
     json!({
@@ -36,7 +36,7 @@ async fn publish(h: &Harness, title: &str) -> String {
 #[test]
 fn every_tool_is_registered_in_its_module_with_the_right_effect() {
     let registry = ToolRegistry::new();
-    alembic_knowledge::register_tools(&registry).unwrap();
+    register_with_store(&registry, std::path::Path::new("."));
     let mut per_module = std::collections::BTreeMap::new();
     for name in TOOL_NAMES {
         let tool = registry
@@ -55,7 +55,7 @@ fn every_tool_is_registered_in_its_module_with_the_right_effect() {
 #[test]
 fn the_insight_producer_stage_can_submit() {
     let registry = ToolRegistry::new();
-    alembic_knowledge::register_tools(&registry).unwrap();
+    register_with_store(&registry, std::path::Path::new("."));
     let producer = PresetCatalog::builtin()
         .allowlist("bootstrap-producer")
         .unwrap();
@@ -579,4 +579,50 @@ async fn published_rule_entries_become_guard_rules() {
         .ok("list_guard_rules", json!({"includeBuiltIn": false}))
         .await;
     assert_eq!(listed["rules"][0]["source"], "knowledge");
+}
+
+#[tokio::test]
+async fn accepted_spellings_still_work_and_blanks_are_refused_by_name() {
+    let h = Harness::new();
+    // `name` for the title, `coreCode` for the pattern, one string for a list.
+    let mut sub = candidate("placeholder");
+    sub.as_object_mut().unwrap().remove("title");
+    sub["name"] = json!("Retry with backoff");
+    sub["tags"] = json!("network");
+    sub["content"].as_object_mut().unwrap().remove("pattern");
+    sub["coreCode"] = json!("retry(3) { send() }");
+    sub["title"] = json!("  ");
+    let id = h.ok("submit_knowledge", sub).await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let shown = h.ok("get_recipe_detail", json!({"id": id})).await;
+    assert_eq!(shown["entry"]["title"], "Retry with backoff");
+    assert_eq!(shown["entry"]["pattern"], "retry(3) { send() }");
+    assert_eq!(shown["entry"]["tags"], json!(["network"]));
+    let err = h
+        .err(
+            "reject_candidate",
+            json!({"candidateId": id, "reason": "   "}),
+        )
+        .await;
+    assert!(
+        err.contains("\"reason\" is required and must not be blank"),
+        "{err}"
+    );
+    let err = h.err("approve_candidate", json!({"recipeId": " "})).await;
+    assert!(
+        err.contains("\"recipeId\" (or \"candidateId\") is required"),
+        "{err}"
+    );
+    let err = h
+        .err(
+            "propose_evolution",
+            json!({"recipeId": id, "type": "enhance", "description": " "}),
+        )
+        .await;
+    assert!(
+        err.contains("\"description\" is required and must not be blank"),
+        "{err}"
+    );
 }
