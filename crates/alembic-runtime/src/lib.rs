@@ -78,6 +78,8 @@ pub struct ProjectServices {
     pub safety: Arc<alembic_safety::tools::SafetyServices>,
     /// Where agent runs attach their working memory (note_finding and friends find it here).
     pub loops: Arc<alembic_context::LoopDirectory>,
+    /// Forged tools under `.alembic/tools/` and skills under `.alembic/skills/`.
+    pub forge: Arc<alembic_forge::tools::ForgeService>,
 }
 
 impl std::fmt::Debug for ProjectServices {
@@ -104,6 +106,7 @@ impl ProjectServices {
                     .map_err(RuntimeError::Setup)?,
             ),
             loops: Arc::new(alembic_context::LoopDirectory::default()),
+            forge: Arc::new(alembic_forge::tools::ForgeService::for_project(root)),
         })
     }
 
@@ -132,6 +135,7 @@ pub fn register_builtin_tools(
     alembic_context::tools::register_tools(registry)?;
     alembic_memory::tools::register_tools(registry)?;
     alembic_knowledge::register_tools(registry)?;
+    alembic_forge::tools::register_tools(registry, Arc::clone(&services.forge))?;
     Ok(())
 }
 
