@@ -15,6 +15,8 @@
 //! Forged tools live in a [`TemporaryToolRegistry`] (TTL, default 30 minutes) over the main
 //! registry and never replace a tool they did not create. [`store`] saves them under
 //! `.alembic/tools/` (loaded at start by `alembic-runtime`) and promotes them to skills.
+//! [`tools`] has the operator tools (`forge_save`, `forge_remove`, `forge_promote`) through
+//! which the CLI changes them, as audited pipeline calls.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -44,6 +46,7 @@ pub mod sandbox;
 pub mod skill;
 pub mod store;
 pub mod temporary;
+pub mod tools;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use compose::{CompositionSpec, CompositionStep, MergeStrategy, composed_tool};

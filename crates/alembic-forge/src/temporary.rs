@@ -21,7 +21,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::error::ForgeError;
 
 /// Milliseconds since the Unix epoch as the registry stores them (0 before the epoch).
-fn now_ms(clock: &dyn Clock) -> u64 {
+pub(crate) fn now_ms(clock: &dyn Clock) -> u64 {
     u64::try_from(clock.now_ms()).unwrap_or(0)
 }
 

@@ -80,6 +80,8 @@ pub struct ProjectServices {
     pub safety: Arc<alembic_safety::tools::SafetyServices>,
     /// Where agent runs attach their working memory (note_finding and friends find it here).
     pub loops: Arc<alembic_context::LoopDirectory>,
+    /// Forged tools under `.alembic/tools/` and skills under `.alembic/skills/`.
+    pub forge: Arc<alembic_forge::tools::ForgeService>,
 }
 
 impl std::fmt::Debug for ProjectServices {
@@ -106,6 +108,7 @@ impl ProjectServices {
                     .map_err(RuntimeError::Setup)?,
             ),
             loops: Arc::new(alembic_context::LoopDirectory::default()),
+            forge: Arc::new(alembic_forge::tools::ForgeService::for_project(root)),
         })
     }
 
@@ -127,7 +130,6 @@ pub fn register_builtin_tools(
     registry: &ToolRegistry,
     services: &ProjectServices,
 ) -> Result<(), RegistryError> {
-    let _ = services;
     alembic_tools::meta::register_tools(registry)?;
     alembic_code::register_tools(registry, Arc::clone(&services.code))?;
     alembic_safety::register_tools(registry, Arc::clone(&services.safety))?;
@@ -138,6 +140,7 @@ pub fn register_builtin_tools(
         Arc::clone(&services.knowledge),
         Arc::clone(&services.safety),
     )?;
+    alembic_forge::tools::register_tools(registry, Arc::clone(&services.forge))?;
     Ok(())
 }
 

@@ -3,6 +3,9 @@
 //! Forged tools live in `.alembic/tools/`: permanent ones as `NAME.json` (loaded by every
 //! command that opens the project, so `alembic tools call` and the MCP server see them), and
 //! temporary ones in `.temporary/` with an expiry (30 minutes by default) until `forge save`.
+//! `save`, `remove` and `promote` are calls of the `forge_save`, `forge_remove` and
+//! `forge_promote` tools through the pipeline as caller `cli`, so they are validated,
+//! policy-checked and audited like any agent's call.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -12,11 +15,10 @@ use alembic_forge::generate::{
 };
 use alembic_forge::reuse::{ForgeRequest, alias_name, best_reuse, find_reuse};
 use alembic_forge::sandbox::SandboxLimits;
-use alembic_forge::skill::{SkillExample, built_in_examples, write_skill};
 use alembic_forge::store::{Lifetime, SavedTool, ToolStore};
 use alembic_forge::{AliasSpec, Clock, CompositionSpec, LlmCodeGenerator, SystemClock};
 use alembic_runtime::ProjectRuntime;
-use alembic_tools::{Allowlist, ToolCall};
+use alembic_tools::Allowlist;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
@@ -340,95 +342,43 @@ fn generate(args: GenerateArgs) -> CmdResult {
 }
 
 fn save(args: NameArgs) -> CmdResult {
-    let rt = ProjectRuntime::inspect(&args.project.project)?;
-    let store = ToolStore::new(&rt.root);
-    match store.find(&args.name, now_ms()) {
-        Some((Lifetime::Temporary, tool, _)) => {
-            let path = store.save(&tool)?;
-            println!("saved \"{}\" to {}", args.name, path.display());
-            Ok(Exit::Ok)
-        }
-        Some((Lifetime::Saved, _, path)) => {
-            println!("\"{}\" is already saved in {}", args.name, path.display());
-            Ok(Exit::Ok)
-        }
-        None => Err(UsageError(format!(
-            "no temporary forged tool named \"{}\" (it may have expired); see `alembic forge list`",
-            args.name
-        ))
-        .into()),
-    }
+    let rt = ProjectRuntime::open(&args.project.project)?;
+    call_forge_tool(&rt, "forge_save", json!({"name": args.name}))
 }
 
 fn promote(args: PromoteArgs) -> CmdResult {
+    let examples = args
+        .example
+        .iter()
+        .map(|text| parse_example(text))
+        .collect::<Result<Vec<_>, _>>()?;
     let rt = ProjectRuntime::open(&args.project.project)?;
-    let store = ToolStore::new(&rt.root);
-    let Some((_, tool, _)) = store.find(&args.name, now_ms()) else {
-        return Err(UsageError(format!(
-            "no forged tool named \"{}\"; see `alembic forge list`",
-            args.name
-        ))
-        .into());
-    };
-    let Some(registered) = rt.registry.get(&args.name) else {
-        return Err(UsageError(format!(
-            "forged tool \"{}\" is stored but could not be loaded; see `alembic forge show {}`",
-            args.name, args.name
-        ))
-        .into());
-    };
-    let mut examples = built_in_examples(&tool);
-    examples.extend(run_examples(&rt, &args.name, &args.example)?);
-    let dir = write_skill(
-        &store.skills_dir(),
-        &tool,
-        &registered.definition.parameters,
-        &examples,
-    )?;
-    println!(
-        "promoted \"{}\" to a skill in {} ({} example(s))",
-        args.name,
-        dir.display(),
-        examples.len()
-    );
-    Ok(Exit::Ok)
+    call_forge_tool(
+        &rt,
+        "forge_promote",
+        json!({"name": args.name, "examples": examples}),
+    )
 }
 
-/// Runs each example call through the pipeline and records its result.
-fn run_examples(
-    rt: &ProjectRuntime,
-    name: &str,
-    examples: &[String],
-) -> anyhow::Result<Vec<SkillExample>> {
-    if examples.is_empty() {
-        return Ok(Vec::new());
-    }
-    let caller = rt
-        .caller("cli", Some("all"))
-        .map_err(|e| UsageError(e.to_string()))?;
-    let pipeline = rt.pipeline();
+fn parse_example(text: &str) -> Result<Value, UsageError> {
+    serde_json::from_str(text).map_err(|e| {
+        UsageError(format!(
+            "--example is not valid JSON ({e}); pass an object such as '{{\"module\": \"NetworkKit\"}}'"
+        ))
+    })
+}
+
+/// Runs a forge tool through the pipeline as caller `cli` (validated, policy-checked and
+/// audited), prints its text or its error, and exits as `alembic tools call` would.
+fn call_forge_tool(rt: &ProjectRuntime, tool: &str, args: Value) -> CmdResult {
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-    let mut out = Vec::new();
-    for text in examples {
-        let args: Value = serde_json::from_str(text)
-            .map_err(|e| UsageError(format!("--example is not valid JSON ({e}); pass an object such as '{{\"module\": \"NetworkKit\"}}'")))?;
-        let outcome =
-            runtime.block_on(pipeline.execute(ToolCall::new(name, args.clone(), caller.clone())));
-        if !outcome.is_ok() {
-            return Err(UsageError(format!(
-                "example {text} failed: {}",
-                outcome.text_for_model()
-            ))
-            .into());
-        }
-        out.push(SkillExample {
-            description: format!("example call {}", out.len() + 1),
-            args,
-            result: outcome.output.map(|o| o.data),
-        });
-    }
+    let outcome = runtime.block_on(rt.call_as_cli(tool, args));
     rt.flush_audit()?;
-    Ok(out)
+    match (&outcome.output, &outcome.error) {
+        (Some(output), _) if outcome.is_ok() => println!("{}", output.text),
+        (_, error) => eprintln!("error: {}", error.as_deref().unwrap_or("no detail")),
+    }
+    Ok(Exit::from_code(outcome.status.exit_code()))
 }
 
 fn list(args: ListArgs) -> CmdResult {
@@ -499,15 +449,6 @@ fn show(args: ShowArgs) -> CmdResult {
 }
 
 fn remove(args: NameArgs) -> CmdResult {
-    let rt = ProjectRuntime::inspect(&args.project.project)?;
-    let removed = ToolStore::new(&rt.root).remove(&args.name)?;
-    if removed.is_empty() {
-        return Err(UsageError(format!(
-            "no forged tool named \"{}\"; see `alembic forge list`",
-            args.name
-        ))
-        .into());
-    }
-    println!("removed \"{}\" ({} file(s))", args.name, removed.len());
-    Ok(Exit::Ok)
+    let rt = ProjectRuntime::open(&args.project.project)?;
+    call_forge_tool(&rt, "forge_remove", json!({"name": args.name}))
 }

@@ -177,6 +177,23 @@ fn a_created_composition_is_saved_loaded_at_start_and_callable() {
         p.join(".alembic/skills/find_with_layout/schema.json")
             .is_file()
     );
+    // the promotion is a `cli` call and its example a nested call under it
+    let tail = alembic(p)
+        .args(["audit", "tail", "-n", "50", "--json"])
+        .output()
+        .unwrap();
+    let rows = stdout_json(&tail);
+    let rows = rows.as_array().unwrap();
+    let promote = rows.iter().find(|r| r["tool"] == "forge_promote").unwrap();
+    assert_eq!(
+        (promote["caller"].clone(), promote["verdict"].clone()),
+        (json!("cli"), json!("ok"))
+    );
+    assert!(
+        rows.iter()
+            .any(|r| r["tool"] == "find_with_layout" && r["parent_call_id"] == promote["call_id"]),
+        "{rows:?}"
+    );
 
     alembic(p)
         .args(["forge", "remove", "find_with_layout"])
@@ -243,10 +260,54 @@ fn a_reused_alias_is_temporary_until_saved() {
             .unwrap(),
     );
     assert_eq!(list[0]["lifetime"], json!("saved"));
-    alembic(p)
+    let missing = alembic(p)
         .args(["forge", "save", "no_such_tool"])
         .assert()
         .code(2);
+    assert!(
+        String::from_utf8_lossy(&missing.get_output().stderr)
+            .contains("error: no temporary forged tool named \"no_such_tool\"")
+    );
+    let removed = alembic(p)
+        .args(["forge", "remove", "search_project_code_retry"])
+        .assert()
+        .success();
+    assert_eq!(
+        String::from_utf8_lossy(&removed.get_output().stdout),
+        "removed \"search_project_code_retry\" (1 file(s))\n"
+    );
+    alembic(p)
+        .args(["forge", "remove", "Bad-Name"])
+        .assert()
+        .code(2);
+
+    // each change went through the pipeline as caller `cli` and is in the audit chain
+    let tail = alembic(p)
+        .args(["audit", "tail", "-n", "50", "--json"])
+        .output()
+        .unwrap();
+    let forge_rows: Vec<(String, String, String)> = stdout_json(&tail)
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["tool"].as_str().unwrap().starts_with("forge_"))
+        .map(|r| {
+            let field = |k: &str| r[k].as_str().unwrap().to_string();
+            (field("caller"), field("tool"), field("verdict"))
+        })
+        .collect();
+    let row =
+        |tool: &str, verdict: &str| ("cli".to_string(), tool.to_string(), verdict.to_string());
+    assert_eq!(
+        forge_rows,
+        vec![
+            row("forge_save", "ok"),
+            row("forge_save", "invalid_arguments"),
+            row("forge_remove", "ok"),
+            row("forge_remove", "invalid_arguments"),
+        ]
+    );
+    alembic(p).args(["audit", "verify"]).assert().success();
 }
 
 #[test]

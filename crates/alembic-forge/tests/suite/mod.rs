@@ -5,3 +5,4 @@ mod sandbox;
 mod store;
 mod support;
 mod temporary;
+mod tools;
