@@ -1,151 +1,98 @@
 //! Memory tools for agents and IDE clients: `memory_recall`, `memory_remember` and
-//! `memory_forget`, backed by the project's [`PersistentMemory`].
+//! `memory_forget`, and the operator tools `memory_import` and `memory_gc` that the CLI calls
+//! (in no agent preset), all backed by the project's one [`MemoryService`].
 //!
-//! Handlers find the store as the [`MemoryService`] in the pipeline's services. The service
-//! opens `.alembic/alembic.db` on first use, so a runtime that only lists tools writes nothing.
-//! SQLite work is short (one indexed query or one transaction) and runs on the calling task.
+//! Each tool is registered with the service handle, so a runtime without persistent memory
+//! simply does not register them. SQLite work is short (one indexed query or one
+//! transaction) and runs on the calling task.
 
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 
 use alembic_tools::{
-    EffectClass, RegistryError, ToolContext, ToolDefinition, ToolError, ToolModule, ToolOutput,
-    ToolRegistry, handler_fn,
+    EffectClass, RegistryError, ToolDefinition, ToolError, ToolModule, ToolOutput, ToolRegistry,
 };
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::{
-    ConsolidateStats, EmbedderConfig, MemoryConfig, MemoryError, MemorySource, MemoryType,
-    NewMemory, PersistentMemory, RetrieveOptions, ScoredMemory, build_embedder,
-};
+pub use crate::service::MemoryService;
+use crate::{ConsolidateStats, MemorySource, MemoryType, NewMemory, RetrieveOptions, ScoredMemory};
 
 /// The longest memory `memory_remember` accepts, in characters.
 pub const MAX_CONTENT_CHARS: usize = 4000;
 /// The most memories one `memory_recall` returns.
 pub const MAX_RECALL: u64 = 50;
 
-/// The project's persistent memory as a shared service, opened on first use.
-pub struct MemoryService {
-    root: PathBuf,
-    config: MemoryConfig,
-    embedder: EmbedderConfig,
-    store: OnceLock<Result<Mutex<PersistentMemory>, String>>,
+/// Registers the memory tools (agent and operator) bound to `memory`.
+pub fn register_tools(
+    registry: &ToolRegistry,
+    memory: Arc<MemoryService>,
+) -> Result<(), RegistryError> {
+    registry.register(recall_tool(Arc::clone(&memory)))?;
+    registry.register(remember_tool(Arc::clone(&memory)))?;
+    registry.register(forget_tool(Arc::clone(&memory)))?;
+    crate::operator_tools::register_tools(registry, memory)
 }
 
-impl std::fmt::Debug for MemoryService {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MemoryService")
-            .field("root", &self.root)
-            .finish_non_exhaustive()
-    }
+// The kinds of memory as tool arguments; no doc comments on the variants, so the schema stays
+// a plain string enum.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum KindArg {
+    Fact,
+    Insight,
+    Preference,
 }
 
-impl MemoryService {
-    /// The memory of the project at `root`, opened when a tool first needs it.
-    pub fn for_project(root: &Path, config: MemoryConfig) -> Self {
-        MemoryService {
-            root: root.to_path_buf(),
-            config,
-            embedder: EmbedderConfig::None,
-            store: OnceLock::new(),
+impl From<KindArg> for MemoryType {
+    fn from(kind: KindArg) -> Self {
+        match kind {
+            KindArg::Fact => MemoryType::Fact,
+            KindArg::Insight => MemoryType::Insight,
+            KindArg::Preference => MemoryType::Preference,
         }
     }
-
-    /// Embeds memories and queries with this embedder (built when the store opens). If it
-    /// cannot be built, the tools work lexically and the reason is logged.
-    pub fn with_embedder_config(mut self, embedder: EmbedderConfig) -> Self {
-        self.embedder = embedder;
-        self
-    }
-
-    /// The project store with the configured embedder, or lexical when it cannot be built.
-    fn open_store(&self) -> Result<PersistentMemory, String> {
-        let store = PersistentMemory::open_project(&self.root, self.config.clone())
-            .map_err(|e| format!("cannot open the persistent memory: {e}"))?;
-        let embedder = build_embedder(&self.embedder).unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "memory embedder unavailable; memory tools are lexical");
-            None
-        });
-        Ok(store.with_embedder(embedder))
-    }
-
-    /// A service over an already open store (tests, embedders).
-    pub fn from_store(memory: PersistentMemory) -> Self {
-        let service = MemoryService {
-            root: PathBuf::new(),
-            config: memory.config().clone(),
-            embedder: EmbedderConfig::None,
-            store: OnceLock::new(),
-        };
-        let _ = service.store.set(Ok(Mutex::new(memory)));
-        service
-    }
-
-    /// Runs `f` with the store, opening it first if needed. The tools, the CLI's reads and the
-    /// agent loop all share this one store.
-    pub fn with_store<T>(
-        &self,
-        f: impl FnOnce(&mut PersistentMemory) -> Result<T, MemoryError>,
-    ) -> Result<T, ToolError> {
-        let store = self.store.get_or_init(|| self.open_store().map(Mutex::new));
-        let store = store.as_ref().map_err(|e| ToolError::failed(e.clone()))?;
-        let mut guard = store.lock().unwrap_or_else(|e| e.into_inner());
-        f(&mut guard).map_err(|e| ToolError::failed(e.to_string()))
-    }
 }
 
-/// Registers the three memory tools.
-pub fn register_tools(registry: &ToolRegistry) -> Result<(), RegistryError> {
-    registry.register(recall_tool())?;
-    registry.register(remember_tool())?;
-    registry.register(forget_tool())
+fn five() -> i64 {
+    5
 }
 
-fn service(ctx: &ToolContext) -> Result<Arc<MemoryService>, ToolError> {
-    ctx.service::<MemoryService>()
-        .ok_or_else(|| ToolError::failed("persistent memory is not available in this runtime"))
+fn fact() -> KindArg {
+    KindArg::Fact
 }
 
-fn recall_tool() -> ToolDefinition {
-    ToolDefinition::new(
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RecallArgs {
+    /// what to recall
+    #[schemars(length(min = 1))]
+    query: String,
+    /// how many memories at most
+    #[serde(default = "five")]
+    #[schemars(range(min = 1, max = MAX_RECALL))]
+    k: i64,
+    /// only memories of this type
+    #[serde(rename = "type")]
+    kind: Option<KindArg>,
+}
+
+fn recall_tool(memory: Arc<MemoryService>) -> ToolDefinition {
+    ToolDefinition::typed::<RecallArgs>(
         "memory_recall",
         "Recall long-term memories about this project (facts, insights, preferences) relevant to a \
          query, best first, each with its id, type, importance and score.",
-        json!({
-            "type": "object",
-            "properties": {
-                "query": {"type": "string", "minLength": 1, "description": "what to recall"},
-                "k": {"type": "integer", "minimum": 1, "maximum": MAX_RECALL, "default": 5,
-                      "description": "how many memories at most"},
-                "type": {"type": "string", "enum": ["fact", "insight", "preference"],
-                         "description": "only memories of this type"}
-            },
-            "required": ["query"],
-            "additionalProperties": false
-        }),
         ToolModule::Query,
         EffectClass::ReadOnly,
-        handler_fn(|args, ctx| async move {
-            let query = args["query"].as_str().unwrap_or_default().to_string();
-            let options = RetrieveOptions {
-                limit: args["k"].as_u64().unwrap_or(5).clamp(1, MAX_RECALL) as usize,
-                kind: memory_type(&args)?,
-                ..RetrieveOptions::default()
-            };
-            let hits = service(&ctx)?.with_store(|m| m.retrieve(&query, &options))?;
-            Ok(recall_output(&query, &hits))
-        }),
     )
-}
-
-fn memory_type(args: &Value) -> Result<Option<MemoryType>, ToolError> {
-    match args["type"].as_str() {
-        None => Ok(None),
-        Some(t) => t
-            .parse()
-            .map(Some)
-            .map_err(|e: MemoryError| ToolError::Invalid(e.to_string())),
-    }
+    .handler(memory, |memory, args, _ctx| async move {
+        let options = RetrieveOptions {
+            limit: args.k.clamp(1, MAX_RECALL as i64) as usize,
+            kind: args.kind.map(MemoryType::from),
+            ..RetrieveOptions::default()
+        };
+        let hits = memory.with_store(|m| m.retrieve(&args.query, &options))?;
+        Ok(recall_output(&args.query, &hits))
+    })
 }
 
 fn recall_output(query: &str, hits: &[ScoredMemory]) -> ToolOutput {
@@ -182,38 +129,37 @@ fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
-fn remember_tool() -> ToolDefinition {
-    ToolDefinition::new(
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RememberArgs {
+    /// the memory, one self-contained statement
+    #[schemars(length(min = 1, max = MAX_CONTENT_CHARS))]
+    content: String,
+    #[serde(rename = "type", default = "fact")]
+    kind: KindArg,
+    /// 1 trivial … 10 essential
+    #[schemars(range(min = 1, max = 10), extend("default" = 5))]
+    importance: Option<f64>,
+}
+
+fn remember_tool(memory: Arc<MemoryService>) -> ToolDefinition {
+    ToolDefinition::typed::<RememberArgs>(
         "memory_remember",
         "Keep a long-term memory about this project. It is consolidated with what is already \
          known: a near duplicate updates or merges into the existing memory, a contradiction \
          replaces it (the old version is kept as history). Returns what happened and the id.",
-        json!({
-            "type": "object",
-            "properties": {
-                "content": {"type": "string", "minLength": 1, "maxLength": MAX_CONTENT_CHARS,
-                            "description": "the memory, one self-contained statement"},
-                "type": {"type": "string", "enum": ["fact", "insight", "preference"],
-                         "default": "fact"},
-                "importance": {"type": "number", "minimum": 1, "maximum": 10, "default": 5,
-                               "description": "1 trivial … 10 essential"}
-            },
-            "required": ["content"],
-            "additionalProperties": false
-        }),
         ToolModule::Infrastructure,
         EffectClass::WritesMemory,
-        handler_fn(|args, ctx| async move {
-            let candidate = NewMemory::fact(args["content"].as_str().unwrap_or_default().trim())
-                .with_type(memory_type(&args)?.unwrap_or(MemoryType::Fact))
-                .with_importance(args["importance"].as_f64().unwrap_or(5.0).clamp(1.0, 10.0))
-                .with_source(MemorySource::User)
-                .with_provenance(ctx.caller.id.clone());
-            let stats =
-                service(&ctx)?.with_store(|m| m.consolidate(std::slice::from_ref(&candidate)))?;
-            remember_output(&stats)
-        }),
     )
+    .handler(memory, |memory, args, ctx| async move {
+        let candidate = NewMemory::fact(args.content.trim())
+            .with_type(args.kind.into())
+            .with_importance(args.importance.unwrap_or(5.0).clamp(1.0, 10.0))
+            .with_source(MemorySource::User)
+            .with_provenance(ctx.caller.id.clone());
+        let stats = memory.with_store(|m| m.consolidate(std::slice::from_ref(&candidate)))?;
+        remember_output(&stats)
+    })
 }
 
 fn remember_output(stats: &ConsolidateStats) -> Result<ToolOutput, ToolError> {
@@ -234,49 +180,47 @@ fn remember_output(stats: &ConsolidateStats) -> Result<ToolOutput, ToolError> {
     Ok(ToolOutput::new(data, text))
 }
 
-fn forget_tool() -> ToolDefinition {
-    ToolDefinition::new(
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ForgetArgs {
+    /// the memory id
+    #[schemars(length(min = 1))]
+    id: String,
+}
+
+fn forget_tool(memory: Arc<MemoryService>) -> ToolDefinition {
+    ToolDefinition::typed::<ForgetArgs>(
         "memory_forget",
         "Forget a long-term memory by its id (as returned by memory_recall or memory_remember).",
-        json!({
-            "type": "object",
-            "properties": {"id": {"type": "string", "minLength": 1, "description": "the memory id"}},
-            "required": ["id"],
-            "additionalProperties": false
-        }),
         ToolModule::Infrastructure,
         EffectClass::WritesMemory,
-        handler_fn(|args, ctx| async move {
-            let id = args["id"].as_str().unwrap_or_default().to_string();
-            if !service(&ctx)?.with_store(|m| m.forget(&id))? {
-                return Err(ToolError::NotFound(format!("no memory with id \"{id}\"")));
-            }
-            Ok(ToolOutput::new(
-                json!({"id": id, "forgotten": true}),
-                format!("forgot memory {id}"),
-            ))
-        }),
     )
+    .handler(memory, |memory, args, _ctx| async move {
+        let id = args.id;
+        if !memory.with_store(|m| m.forget(&id))? {
+            return Err(ToolError::NotFound(format!("no memory with id \"{id}\"")));
+        }
+        Ok(ToolOutput::new(
+            json!({"id": id, "forgotten": true}),
+            format!("forgot memory {id}"),
+        ))
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ManualClock;
-    use alembic_tools::{Allowlist, Caller, OutcomeStatus, Pipeline, Services, ToolCall};
+    use crate::{ManualClock, MemoryConfig, PersistentMemory};
+    use alembic_tools::{Allowlist, Caller, OutcomeStatus, Pipeline, ToolCall};
     use pretty_assertions::assert_eq;
 
     fn pipeline() -> Arc<Pipeline> {
         let registry = Arc::new(ToolRegistry::new());
-        register_tools(&registry).unwrap();
         let clock = Arc::new(ManualClock::new(1_700_000_000_000));
         let memory = PersistentMemory::open_in_memory(MemoryConfig::default(), clock).unwrap();
-        let services = Services::builder()
-            .insert(Arc::new(MemoryService::from_store(memory)))
-            .build();
+        register_tools(&registry, Arc::new(MemoryService::from_store(memory))).unwrap();
         // Memory tools change only Alembic's own state; allow them as the real policy does.
         Pipeline::builder(registry, ".")
-            .services(services)
             .safety(Arc::new(AllowAll))
             .build()
     }
@@ -360,17 +304,5 @@ mod tests {
         assert_eq!(r.status, OutcomeStatus::InvalidArguments);
         let r = call(&p, "memory_recall", json!({"query": "x", "k": 500})).await;
         assert_eq!(r.status, OutcomeStatus::InvalidArguments);
-    }
-
-    #[tokio::test]
-    async fn without_the_service_the_tools_say_so() {
-        let registry = Arc::new(ToolRegistry::new());
-        register_tools(&registry).unwrap();
-        let p = Pipeline::builder(registry, ".").build();
-        let r = call(&p, "memory_recall", json!({"query": "x"})).await;
-        assert_eq!(
-            r.error.unwrap(),
-            "persistent memory is not available in this runtime"
-        );
     }
 }

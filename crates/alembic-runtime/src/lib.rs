@@ -129,8 +129,8 @@ pub fn register_builtin_tools(
     alembic_tools::meta::register_tools(registry)?;
     alembic_code::register_tools(registry)?;
     alembic_safety::register_tools(registry)?;
-    alembic_context::tools::register_tools(registry)?;
-    alembic_memory::tools::register_tools(registry)?;
+    alembic_context::tools::register_tools(registry, Arc::clone(&services.loops))?;
+    alembic_memory::tools::register_tools(registry, Arc::clone(&services.memory))?;
     alembic_knowledge::register_tools(registry)?;
     Ok(())
 }

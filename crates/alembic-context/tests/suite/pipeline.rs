@@ -11,8 +11,7 @@ use alembic_context::{
 };
 use alembic_tools::{
     Allowlist, Caller, EffectClass, OutcomeStatus, Pipeline, PreparedCall, SafetyCheck,
-    SafetyDecision, Services, ToolCall, ToolDefinition, ToolModule, ToolOutput, ToolRegistry,
-    handler_fn,
+    SafetyDecision, ToolCall, ToolDefinition, ToolModule, ToolOutput, ToolRegistry, handler_fn,
 };
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -139,7 +138,6 @@ fn fixture() -> Fixture {
             }),
         ))
         .unwrap();
-    alembic_context::tools::register_tools(&registry).unwrap();
 
     let coordinator = Arc::new(
         MemoryCoordinator::default().with_session(Arc::new(Mutex::new(SessionStore::new()))),
@@ -158,6 +156,7 @@ fn fixture() -> Fixture {
         ExplorationBudget::default(),
     )));
     let directory = Arc::new(LoopDirectory::default());
+    alembic_context::tools::register_tools(&registry, Arc::clone(&directory)).unwrap();
     let clock: alembic_context::MillisClock = Arc::new(|| 1_000);
     let memory = LoopMemory::new(
         coordinator.clone(),
@@ -168,9 +167,7 @@ fn fixture() -> Fixture {
     );
     directory.attach("agent:networking", Arc::new(memory));
     let safety = Arc::new(Switch::default());
-    let mut builder = Pipeline::builder(registry, dir.path())
-        .safety(safety.clone())
-        .services(Services::builder().insert(directory.clone()).build());
+    let mut builder = Pipeline::builder(registry, dir.path()).safety(safety.clone());
     // Added in reverse on purpose: the slots decide the order.
     for m in memory_middlewares(directory).into_iter().rev() {
         builder = builder.middleware(m);
