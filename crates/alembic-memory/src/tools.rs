@@ -15,7 +15,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 pub use crate::service::MemoryService;
-use crate::{ConsolidateStats, MemorySource, MemoryType, NewMemory, RetrieveOptions, ScoredMemory};
+use crate::{
+    ConsolidateStats, MemorySource, MemoryType, NewMemory, RetrieveOptions, Scope, ScoredMemory,
+};
 
 /// The longest memory `memory_remember` accepts, in characters.
 pub const MAX_CONTENT_CHARS: usize = 4000;
@@ -140,6 +142,54 @@ struct RememberArgs {
     /// 1 trivial … 10 essential
     #[schemars(range(min = 1, max = 10), extend("default" = 5))]
     importance: Option<f64>,
+    /// whose memory: this project (the default), the user across projects, or the team
+    scope: Option<ScopeArg>,
+    /// who produced it (default user)
+    source: Option<SourceArg>,
+    /// forget it after this many days (default: kept until unused)
+    #[serde(rename = "ttlDays")]
+    ttl_days: Option<f64>,
+}
+
+// Scopes and sources as tool arguments (plain string enums: no doc comments on variants).
+#[derive(Debug, Clone, Copy, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum ScopeArg {
+    Project,
+    User,
+    Team,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum SourceArg {
+    Bootstrap,
+    User,
+    System,
+}
+
+impl RememberArgs {
+    /// The candidate memory, with `provenance` (the caller) recorded.
+    fn candidate(self, provenance: String) -> NewMemory {
+        let scope = match self.scope {
+            None | Some(ScopeArg::Project) => Scope::Project,
+            Some(ScopeArg::User) => Scope::User,
+            Some(ScopeArg::Team) => Scope::Team,
+        };
+        let source = match self.source {
+            None | Some(SourceArg::User) => MemorySource::User,
+            Some(SourceArg::Bootstrap) => MemorySource::Bootstrap,
+            Some(SourceArg::System) => MemorySource::System,
+        };
+        let mut candidate = NewMemory::fact(self.content.trim())
+            .with_type(self.kind.into())
+            .with_importance(self.importance.unwrap_or(5.0).clamp(1.0, 10.0))
+            .with_scope(scope)
+            .with_source(source)
+            .with_provenance(provenance);
+        candidate.ttl_days = self.ttl_days;
+        candidate
+    }
 }
 
 fn remember_tool(memory: Arc<MemoryService>) -> ToolDefinition {
@@ -152,11 +202,7 @@ fn remember_tool(memory: Arc<MemoryService>) -> ToolDefinition {
         EffectClass::WritesMemory,
     )
     .handler(memory, |memory, args, ctx| async move {
-        let candidate = NewMemory::fact(args.content.trim())
-            .with_type(args.kind.into())
-            .with_importance(args.importance.unwrap_or(5.0).clamp(1.0, 10.0))
-            .with_source(MemorySource::User)
-            .with_provenance(ctx.caller.id.clone());
+        let candidate = args.candidate(ctx.caller.id.clone());
         let stats = memory.with_store(|m| m.consolidate(std::slice::from_ref(&candidate)))?;
         remember_output(&stats)
     })
@@ -215,14 +261,20 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     fn pipeline() -> Arc<Pipeline> {
+        pipeline_with_memory().0
+    }
+
+    fn pipeline_with_memory() -> (Arc<Pipeline>, Arc<MemoryService>) {
         let registry = Arc::new(ToolRegistry::new());
         let clock = Arc::new(ManualClock::new(1_700_000_000_000));
         let memory = PersistentMemory::open_in_memory(MemoryConfig::default(), clock).unwrap();
-        register_tools(&registry, Arc::new(MemoryService::from_store(memory))).unwrap();
+        let memory = Arc::new(MemoryService::from_store(memory));
+        register_tools(&registry, Arc::clone(&memory)).unwrap();
         // Memory tools change only Alembic's own state; allow them as the real policy does.
-        Pipeline::builder(registry, ".")
+        let pipeline = Pipeline::builder(registry, ".")
             .safety(Arc::new(AllowAll))
-            .build()
+            .build();
+        (pipeline, memory)
     }
 
     struct AllowAll;
@@ -304,5 +356,56 @@ mod tests {
         assert_eq!(r.status, OutcomeStatus::InvalidArguments);
         let r = call(&p, "memory_recall", json!({"query": "x", "k": 500})).await;
         assert_eq!(r.status, OutcomeStatus::InvalidArguments);
+    }
+
+    #[tokio::test]
+    async fn remember_keeps_scope_source_ttl_and_the_caller() {
+        let (p, memory) = pipeline_with_memory();
+        let args = json!({"content": "Releases are tagged on Fridays", "scope": "team",
+                          "source": "bootstrap", "ttlDays": 2});
+        let kept = call(&p, "memory_remember", args).await;
+        assert_eq!(kept.status, OutcomeStatus::Ok, "{kept:?}");
+        let id = kept.output.unwrap().data["id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let m = memory.read(|m| m.get(&id)).unwrap().unwrap().unwrap();
+        assert_eq!(
+            (m.scope, m.source, m.provenance.as_deref()),
+            (Scope::Team, MemorySource::Bootstrap, Some("mcp:test"))
+        );
+        assert_eq!(m.expires_at, Some(1_700_000_000_000 + 2 * crate::DAY_MS));
+    }
+
+    #[tokio::test]
+    async fn import_skips_present_ids_and_gc_counts() {
+        let (p, memory) = pipeline_with_memory();
+        call(
+            &p,
+            "memory_remember",
+            json!({"content": "CI runs on GitHub Actions"}),
+        )
+        .await;
+        let exported = memory.read(|m| m.export()).unwrap().unwrap();
+        let args = json!({"memories": exported});
+        let again = call(&p, "memory_import", args.clone()).await;
+        assert_eq!(
+            again.output.unwrap().data,
+            json!({"imported": 0, "skipped": 1})
+        );
+        let id = exported[0].id.clone();
+        call(&p, "memory_forget", json!({"id": id})).await;
+        let back = call(&p, "memory_import", args).await;
+        let back = back.output.unwrap();
+        assert_eq!(back.data, json!({"imported": 1, "skipped": 0}));
+        assert_eq!(back.text, "imported 1, skipped 0 already present");
+        let gc = call(&p, "memory_gc", json!({})).await.output.unwrap();
+        assert_eq!(
+            gc.data,
+            json!({"expired": 0, "forgotten": 0, "archived": 0, "remaining": 1})
+        );
+        assert_eq!(gc.text, "expired 0, forgotten 0, archived 0, remaining 1");
+        let bad = call(&p, "memory_import", json!({"memories": [{"id": "x"}]})).await;
+        assert_eq!(bad.status, OutcomeStatus::InvalidArguments, "{bad:?}");
     }
 }
