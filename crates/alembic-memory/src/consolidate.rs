@@ -14,7 +14,7 @@
 //! retrieval does not.
 
 use rusqlite::{Transaction, TransactionBehavior, named_params};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::config::ConsolidationConfig;
 use crate::error::MemoryError;
@@ -24,7 +24,7 @@ use crate::store::PersistentMemory;
 use crate::text::{contradicts, fts_query, similarity};
 
 /// What consolidation did with one candidate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Action {
     Added,
@@ -35,7 +35,7 @@ pub enum Action {
 }
 
 /// One candidate's outcome: the memory that now holds it and the one it superseded.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Outcome {
     pub action: Action,
     pub id: Option<String>,
@@ -64,6 +64,15 @@ impl ConsolidateStats {
             Action::Skipped => self.skipped += 1,
         }
         self.outcomes.push(outcome);
+    }
+}
+
+/// The counts of the given outcomes (say, the one outcome `memory_remember` reports).
+impl FromIterator<Outcome> for ConsolidateStats {
+    fn from_iter<I: IntoIterator<Item = Outcome>>(outcomes: I) -> Self {
+        let mut stats = ConsolidateStats::default();
+        outcomes.into_iter().for_each(|o| stats.record(o));
+        stats
     }
 }
 

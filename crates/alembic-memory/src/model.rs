@@ -185,6 +185,27 @@ impl NewMemory {
         self.valid_from = Some(ms);
         self
     }
+
+    /// Refuses what the store would refuse: blank content, content longer than
+    /// `max_content_chars` (after trimming), an importance outside 1..=10.
+    pub fn check(&self, max_content_chars: usize) -> Result<(), MemoryError> {
+        let len = self.content.trim().chars().count();
+        if len == 0 {
+            return Err(MemoryError::EmptyContent { min: 1 });
+        }
+        if len > max_content_chars {
+            return Err(MemoryError::ContentTooLong {
+                len,
+                max: max_content_chars,
+            });
+        }
+        if !(1.0..=10.0).contains(&self.importance) || self.importance.is_nan() {
+            return Err(MemoryError::BadImportance {
+                value: self.importance,
+            });
+        }
+        Ok(())
+    }
 }
 
 /// Fields [`crate::PersistentMemory::update`] may change; `None` leaves a field alone.

@@ -119,6 +119,11 @@ impl PersistentMemory {
         self
     }
 
+    /// Replaces the embedder of an open store (a service attaches it on first need).
+    pub fn set_embedder(&mut self, embedder: Option<Arc<dyn Embedder>>) {
+        self.embedder = embedder;
+    }
+
     pub fn config(&self) -> &MemoryConfig {
         &self.config
     }
@@ -142,22 +147,8 @@ impl PersistentMemory {
 
     /// Checks and normalises an input into a new memory row (not yet stored).
     pub(crate) fn prepare(&self, input: &NewMemory, now: i64) -> Result<Memory, MemoryError> {
+        input.check(self.config.max_content_chars)?;
         let content = input.content.trim().to_string();
-        let len = content.chars().count();
-        if len == 0 {
-            return Err(MemoryError::EmptyContent { min: 1 });
-        }
-        if len > self.config.max_content_chars {
-            return Err(MemoryError::ContentTooLong {
-                len,
-                max: self.config.max_content_chars,
-            });
-        }
-        if !(1.0..=10.0).contains(&input.importance) || input.importance.is_nan() {
-            return Err(MemoryError::BadImportance {
-                value: input.importance,
-            });
-        }
         let valid_from = input.valid_from.unwrap_or(now);
         Ok(Memory {
             id: new_id(),

@@ -1,22 +1,22 @@
 //! Memory tools for agents and IDE clients: `memory_recall`, `memory_remember` and
-//! `memory_forget`, backed by the project's [`PersistentMemory`].
+//! `memory_forget`, and the operator tools `memory_import` and `memory_gc` that the CLI calls
+//! (in no agent preset), all backed by the project's one [`MemoryService`].
 //!
-//! Handlers find the store as the [`MemoryService`] in the pipeline's services. The service
-//! opens `.alembic/alembic.db` on first use, so a runtime that only lists tools writes nothing.
-//! SQLite work is short (one indexed query or one transaction) and runs on the calling task.
+//! Each tool is registered with the service handle, so a runtime without persistent memory
+//! simply does not register them. SQLite work is short (one indexed query or one
+//! transaction) and runs on the calling task.
 
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 
 use alembic_tools::{
-    EffectClass, RegistryError, ToolContext, ToolDefinition, ToolError, ToolModule, ToolOutput,
-    ToolRegistry, handler_fn,
+    EffectClass, RegistryError, ToolDefinition, ToolError, ToolModule, ToolOutput, ToolRegistry,
 };
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+pub use crate::service::MemoryService;
 use crate::{
-    ConsolidateStats, EmbedderConfig, MemoryConfig, MemoryError, MemorySource, MemoryType,
-    NewMemory, PersistentMemory, RetrieveOptions, ScoredMemory, build_embedder,
+    ConsolidateStats, MemorySource, MemoryType, NewMemory, RetrieveOptions, Scope, ScoredMemory,
 };
 
 /// The longest memory `memory_remember` accepts, in characters.
@@ -24,128 +24,77 @@ pub const MAX_CONTENT_CHARS: usize = 4000;
 /// The most memories one `memory_recall` returns.
 pub const MAX_RECALL: u64 = 50;
 
-/// The project's persistent memory as a shared service, opened on first use.
-pub struct MemoryService {
-    root: PathBuf,
-    config: MemoryConfig,
-    embedder: EmbedderConfig,
-    store: OnceLock<Result<Mutex<PersistentMemory>, String>>,
+/// Registers the memory tools (agent and operator) bound to `memory`.
+pub fn register_tools(
+    registry: &ToolRegistry,
+    memory: Arc<MemoryService>,
+) -> Result<(), RegistryError> {
+    registry.register(recall_tool(Arc::clone(&memory)))?;
+    registry.register(remember_tool(Arc::clone(&memory)))?;
+    registry.register(forget_tool(Arc::clone(&memory)))?;
+    crate::operator_tools::register_tools(registry, memory)
 }
 
-impl std::fmt::Debug for MemoryService {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MemoryService")
-            .field("root", &self.root)
-            .finish_non_exhaustive()
-    }
+// The kinds of memory as tool arguments; no doc comments on the variants, so the schema stays
+// a plain string enum.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum KindArg {
+    Fact,
+    Insight,
+    Preference,
 }
 
-impl MemoryService {
-    /// The memory of the project at `root`, opened when a tool first needs it.
-    pub fn for_project(root: &Path, config: MemoryConfig) -> Self {
-        MemoryService {
-            root: root.to_path_buf(),
-            config,
-            embedder: EmbedderConfig::None,
-            store: OnceLock::new(),
+impl From<KindArg> for MemoryType {
+    fn from(kind: KindArg) -> Self {
+        match kind {
+            KindArg::Fact => MemoryType::Fact,
+            KindArg::Insight => MemoryType::Insight,
+            KindArg::Preference => MemoryType::Preference,
         }
     }
-
-    /// Embeds memories and queries with this embedder (built when the store opens). If it
-    /// cannot be built, the tools work lexically and the reason is logged.
-    pub fn with_embedder_config(mut self, embedder: EmbedderConfig) -> Self {
-        self.embedder = embedder;
-        self
-    }
-
-    /// The project store with the configured embedder, or lexical when it cannot be built.
-    fn open_store(&self) -> Result<PersistentMemory, String> {
-        let store = PersistentMemory::open_project(&self.root, self.config.clone())
-            .map_err(|e| format!("cannot open the persistent memory: {e}"))?;
-        let embedder = build_embedder(&self.embedder).unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "memory embedder unavailable; memory tools are lexical");
-            None
-        });
-        Ok(store.with_embedder(embedder))
-    }
-
-    /// A service over an already open store (tests, embedders).
-    pub fn from_store(memory: PersistentMemory) -> Self {
-        let service = MemoryService {
-            root: PathBuf::new(),
-            config: memory.config().clone(),
-            embedder: EmbedderConfig::None,
-            store: OnceLock::new(),
-        };
-        let _ = service.store.set(Ok(Mutex::new(memory)));
-        service
-    }
-
-    /// Runs `f` with the store, opening it first if needed. The tools, the CLI's reads and the
-    /// agent loop all share this one store.
-    pub fn with_store<T>(
-        &self,
-        f: impl FnOnce(&mut PersistentMemory) -> Result<T, MemoryError>,
-    ) -> Result<T, ToolError> {
-        let store = self.store.get_or_init(|| self.open_store().map(Mutex::new));
-        let store = store.as_ref().map_err(|e| ToolError::failed(e.clone()))?;
-        let mut guard = store.lock().unwrap_or_else(|e| e.into_inner());
-        f(&mut guard).map_err(|e| ToolError::failed(e.to_string()))
-    }
 }
 
-/// Registers the three memory tools.
-pub fn register_tools(registry: &ToolRegistry) -> Result<(), RegistryError> {
-    registry.register(recall_tool())?;
-    registry.register(remember_tool())?;
-    registry.register(forget_tool())
+fn five() -> i64 {
+    5
 }
 
-fn service(ctx: &ToolContext) -> Result<Arc<MemoryService>, ToolError> {
-    ctx.service::<MemoryService>()
-        .ok_or_else(|| ToolError::failed("persistent memory is not available in this runtime"))
+fn fact() -> KindArg {
+    KindArg::Fact
 }
 
-fn recall_tool() -> ToolDefinition {
-    ToolDefinition::new(
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RecallArgs {
+    /// what to recall
+    #[schemars(length(min = 1))]
+    query: String,
+    /// how many memories at most
+    #[serde(default = "five")]
+    #[schemars(range(min = 1, max = MAX_RECALL))]
+    k: i64,
+    /// only memories of this type
+    #[serde(rename = "type")]
+    kind: Option<KindArg>,
+}
+
+fn recall_tool(memory: Arc<MemoryService>) -> ToolDefinition {
+    ToolDefinition::typed::<RecallArgs>(
         "memory_recall",
         "Recall long-term memories about this project (facts, insights, preferences) relevant to a \
          query, best first, each with its id, type, importance and score.",
-        json!({
-            "type": "object",
-            "properties": {
-                "query": {"type": "string", "minLength": 1, "description": "what to recall"},
-                "k": {"type": "integer", "minimum": 1, "maximum": MAX_RECALL, "default": 5,
-                      "description": "how many memories at most"},
-                "type": {"type": "string", "enum": ["fact", "insight", "preference"],
-                         "description": "only memories of this type"}
-            },
-            "required": ["query"],
-            "additionalProperties": false
-        }),
         ToolModule::Query,
         EffectClass::ReadOnly,
-        handler_fn(|args, ctx| async move {
-            let query = args["query"].as_str().unwrap_or_default().to_string();
-            let options = RetrieveOptions {
-                limit: args["k"].as_u64().unwrap_or(5).clamp(1, MAX_RECALL) as usize,
-                kind: memory_type(&args)?,
-                ..RetrieveOptions::default()
-            };
-            let hits = service(&ctx)?.with_store(|m| m.retrieve(&query, &options))?;
-            Ok(recall_output(&query, &hits))
-        }),
     )
-}
-
-fn memory_type(args: &Value) -> Result<Option<MemoryType>, ToolError> {
-    match args["type"].as_str() {
-        None => Ok(None),
-        Some(t) => t
-            .parse()
-            .map(Some)
-            .map_err(|e: MemoryError| ToolError::Invalid(e.to_string())),
-    }
+    .handler(memory, |memory, args, _ctx| async move {
+        let options = RetrieveOptions {
+            limit: args.k.clamp(1, MAX_RECALL as i64) as usize,
+            kind: args.kind.map(MemoryType::from),
+            ..RetrieveOptions::default()
+        };
+        let hits = memory.with_store(|m| m.retrieve(&args.query, &options))?;
+        Ok(recall_output(&args.query, &hits))
+    })
 }
 
 fn recall_output(query: &str, hits: &[ScoredMemory]) -> ToolOutput {
@@ -182,38 +131,81 @@ fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
-fn remember_tool() -> ToolDefinition {
-    ToolDefinition::new(
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RememberArgs {
+    /// the memory, one self-contained statement
+    #[schemars(length(min = 1, max = MAX_CONTENT_CHARS))]
+    content: String,
+    #[serde(rename = "type", default = "fact")]
+    kind: KindArg,
+    /// 1 trivial … 10 essential
+    #[schemars(range(min = 1, max = 10), extend("default" = 5))]
+    importance: Option<f64>,
+    /// whose memory: this project (the default), the user across projects, or the team
+    scope: Option<ScopeArg>,
+    /// who produced it (default user)
+    source: Option<SourceArg>,
+    /// forget it after this many days (default: kept until unused)
+    #[serde(rename = "ttlDays")]
+    ttl_days: Option<f64>,
+}
+
+// Scopes and sources as tool arguments (plain string enums: no doc comments on variants).
+#[derive(Debug, Clone, Copy, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum ScopeArg {
+    Project,
+    User,
+    Team,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum SourceArg {
+    Bootstrap,
+    User,
+    System,
+}
+
+impl RememberArgs {
+    /// The candidate memory, with `provenance` (the caller) recorded.
+    fn candidate(self, provenance: String) -> NewMemory {
+        let scope = match self.scope {
+            None | Some(ScopeArg::Project) => Scope::Project,
+            Some(ScopeArg::User) => Scope::User,
+            Some(ScopeArg::Team) => Scope::Team,
+        };
+        let source = match self.source {
+            None | Some(SourceArg::User) => MemorySource::User,
+            Some(SourceArg::Bootstrap) => MemorySource::Bootstrap,
+            Some(SourceArg::System) => MemorySource::System,
+        };
+        let mut candidate = NewMemory::fact(self.content.trim())
+            .with_type(self.kind.into())
+            .with_importance(self.importance.unwrap_or(5.0).clamp(1.0, 10.0))
+            .with_scope(scope)
+            .with_source(source)
+            .with_provenance(provenance);
+        candidate.ttl_days = self.ttl_days;
+        candidate
+    }
+}
+
+fn remember_tool(memory: Arc<MemoryService>) -> ToolDefinition {
+    ToolDefinition::typed::<RememberArgs>(
         "memory_remember",
         "Keep a long-term memory about this project. It is consolidated with what is already \
          known: a near duplicate updates or merges into the existing memory, a contradiction \
          replaces it (the old version is kept as history). Returns what happened and the id.",
-        json!({
-            "type": "object",
-            "properties": {
-                "content": {"type": "string", "minLength": 1, "maxLength": MAX_CONTENT_CHARS,
-                            "description": "the memory, one self-contained statement"},
-                "type": {"type": "string", "enum": ["fact", "insight", "preference"],
-                         "default": "fact"},
-                "importance": {"type": "number", "minimum": 1, "maximum": 10, "default": 5,
-                               "description": "1 trivial … 10 essential"}
-            },
-            "required": ["content"],
-            "additionalProperties": false
-        }),
         ToolModule::Infrastructure,
         EffectClass::WritesMemory,
-        handler_fn(|args, ctx| async move {
-            let candidate = NewMemory::fact(args["content"].as_str().unwrap_or_default().trim())
-                .with_type(memory_type(&args)?.unwrap_or(MemoryType::Fact))
-                .with_importance(args["importance"].as_f64().unwrap_or(5.0).clamp(1.0, 10.0))
-                .with_source(MemorySource::User)
-                .with_provenance(ctx.caller.id.clone());
-            let stats =
-                service(&ctx)?.with_store(|m| m.consolidate(std::slice::from_ref(&candidate)))?;
-            remember_output(&stats)
-        }),
     )
+    .handler(memory, |memory, args, ctx| async move {
+        let candidate = args.candidate(ctx.caller.id.clone());
+        let stats = memory.with_store(|m| m.consolidate(std::slice::from_ref(&candidate)))?;
+        remember_output(&stats)
+    })
 }
 
 fn remember_output(stats: &ConsolidateStats) -> Result<ToolOutput, ToolError> {
@@ -234,51 +226,55 @@ fn remember_output(stats: &ConsolidateStats) -> Result<ToolOutput, ToolError> {
     Ok(ToolOutput::new(data, text))
 }
 
-fn forget_tool() -> ToolDefinition {
-    ToolDefinition::new(
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ForgetArgs {
+    /// the memory id
+    #[schemars(length(min = 1))]
+    id: String,
+}
+
+fn forget_tool(memory: Arc<MemoryService>) -> ToolDefinition {
+    ToolDefinition::typed::<ForgetArgs>(
         "memory_forget",
         "Forget a long-term memory by its id (as returned by memory_recall or memory_remember).",
-        json!({
-            "type": "object",
-            "properties": {"id": {"type": "string", "minLength": 1, "description": "the memory id"}},
-            "required": ["id"],
-            "additionalProperties": false
-        }),
         ToolModule::Infrastructure,
         EffectClass::WritesMemory,
-        handler_fn(|args, ctx| async move {
-            let id = args["id"].as_str().unwrap_or_default().to_string();
-            if !service(&ctx)?.with_store(|m| m.forget(&id))? {
-                return Err(ToolError::NotFound(format!("no memory with id \"{id}\"")));
-            }
-            Ok(ToolOutput::new(
-                json!({"id": id, "forgotten": true}),
-                format!("forgot memory {id}"),
-            ))
-        }),
     )
+    .handler(memory, |memory, args, _ctx| async move {
+        let id = args.id;
+        if !memory.with_store(|m| m.forget(&id))? {
+            return Err(ToolError::NotFound(format!("no memory with id \"{id}\"")));
+        }
+        Ok(ToolOutput::new(
+            json!({"id": id, "forgotten": true}),
+            format!("forgot memory {id}"),
+        ))
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ManualClock;
-    use alembic_tools::{Allowlist, Caller, OutcomeStatus, Pipeline, Services, ToolCall};
+    use crate::{ManualClock, MemoryConfig, PersistentMemory};
+    use alembic_tools::{Allowlist, Caller, OutcomeStatus, Pipeline, ToolCall};
     use pretty_assertions::assert_eq;
 
     fn pipeline() -> Arc<Pipeline> {
+        pipeline_with_memory().0
+    }
+
+    fn pipeline_with_memory() -> (Arc<Pipeline>, Arc<MemoryService>) {
         let registry = Arc::new(ToolRegistry::new());
-        register_tools(&registry).unwrap();
         let clock = Arc::new(ManualClock::new(1_700_000_000_000));
         let memory = PersistentMemory::open_in_memory(MemoryConfig::default(), clock).unwrap();
-        let services = Services::builder()
-            .insert(Arc::new(MemoryService::from_store(memory)))
-            .build();
+        let memory = Arc::new(MemoryService::from_store(memory));
+        register_tools(&registry, Arc::clone(&memory)).unwrap();
         // Memory tools change only Alembic's own state; allow them as the real policy does.
-        Pipeline::builder(registry, ".")
-            .services(services)
+        let pipeline = Pipeline::builder(registry, ".")
             .safety(Arc::new(AllowAll))
-            .build()
+            .build();
+        (pipeline, memory)
     }
 
     struct AllowAll;
@@ -363,14 +359,53 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn without_the_service_the_tools_say_so() {
-        let registry = Arc::new(ToolRegistry::new());
-        register_tools(&registry).unwrap();
-        let p = Pipeline::builder(registry, ".").build();
-        let r = call(&p, "memory_recall", json!({"query": "x"})).await;
+    async fn remember_keeps_scope_source_ttl_and_the_caller() {
+        let (p, memory) = pipeline_with_memory();
+        let args = json!({"content": "Releases are tagged on Fridays", "scope": "team",
+                          "source": "bootstrap", "ttlDays": 2});
+        let kept = call(&p, "memory_remember", args).await;
+        assert_eq!(kept.status, OutcomeStatus::Ok, "{kept:?}");
+        let id = kept.output.unwrap().data["id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let m = memory.read(|m| m.get(&id)).unwrap().unwrap().unwrap();
         assert_eq!(
-            r.error.unwrap(),
-            "persistent memory is not available in this runtime"
+            (m.scope, m.source, m.provenance.as_deref()),
+            (Scope::Team, MemorySource::Bootstrap, Some("mcp:test"))
         );
+        assert_eq!(m.expires_at, Some(1_700_000_000_000 + 2 * crate::DAY_MS));
+    }
+
+    #[tokio::test]
+    async fn import_skips_present_ids_and_gc_counts() {
+        let (p, memory) = pipeline_with_memory();
+        call(
+            &p,
+            "memory_remember",
+            json!({"content": "CI runs on GitHub Actions"}),
+        )
+        .await;
+        let exported = memory.read(|m| m.export()).unwrap().unwrap();
+        let args = json!({"memories": exported});
+        let again = call(&p, "memory_import", args.clone()).await;
+        assert_eq!(
+            again.output.unwrap().data,
+            json!({"imported": 0, "skipped": 1})
+        );
+        let id = exported[0].id.clone();
+        call(&p, "memory_forget", json!({"id": id})).await;
+        let back = call(&p, "memory_import", args).await;
+        let back = back.output.unwrap();
+        assert_eq!(back.data, json!({"imported": 1, "skipped": 0}));
+        assert_eq!(back.text, "imported 1, skipped 0 already present");
+        let gc = call(&p, "memory_gc", json!({})).await.output.unwrap();
+        assert_eq!(
+            gc.data,
+            json!({"expired": 0, "forgotten": 0, "archived": 0, "remaining": 1})
+        );
+        assert_eq!(gc.text, "expired 0, forgotten 0, archived 0, remaining 1");
+        let bad = call(&p, "memory_import", json!({"memories": [{"id": "x"}]})).await;
+        assert_eq!(bad.status, OutcomeStatus::InvalidArguments, "{bad:?}");
     }
 }

@@ -42,8 +42,8 @@ pub const DEFAULT_CONFIG: &str = r#"# Alembic project configuration. Every setti
 # ranking = "banded"
 # Embeddings for memory and semantic code search: "none", "local" (all-MiniLM-L6-v2, installed
 # by scripts/fetch-models) or "openai" (any OpenAI-compatible endpoint; key from OPENAI_API_KEY).
-# Without this key the memory tools and code search are lexical, and `alembic memory` uses the
-# local model when it is installed. For `alembic memory`, ALEMBIC_EMBEDDINGS=none|local|openai
+# Without this key memory (its tools, `alembic memory`, the agent) uses the local model when it
+# is installed and code search is lexical. For memory, ALEMBIC_EMBEDDINGS=none|local|openai
 # overrides this key.
 # embedder = "none"
 # Model directory for "local" (default: where scripts/fetch-models installs it).

@@ -72,7 +72,8 @@ impl std::fmt::Debug for ProjectRuntime {
 pub struct ProjectServices {
     /// Code index, graph and search; hybrid semantic search when `[memory] embedder` is set.
     pub code: Arc<alembic_code::CodeService>,
-    /// Persistent memory with the `[memory]` settings; opens `.alembic/alembic.db` on first use.
+    /// The project's one persistent memory: the `[memory]` settings and the embedder resolved
+    /// by [`memory_config::memory_embedder`]; opens `.alembic/alembic.db` on first use.
     pub memory: Arc<alembic_memory::tools::MemoryService>,
     /// The knowledge base; opens `.alembic/alembic.db` on first use.
     pub knowledge: Arc<alembic_knowledge::KnowledgeService>,
@@ -96,11 +97,12 @@ impl ProjectServices {
     pub fn for_project(root: &Path, config: &ProjectConfig) -> Result<Self, RuntimeError> {
         let code_embedder = code_embedder::configured_embedder(config)?;
         let memory = memory_config::memory_settings(config)?;
+        let memory_embedder = memory_config::memory_embedder(memory.embedder)?;
         Ok(ProjectServices {
             code: Arc::new(code_embedder::code_service(root, code_embedder)?),
             memory: Arc::new(
                 alembic_memory::tools::MemoryService::for_project(root, memory.memory)
-                    .with_embedder_config(memory.embedder.unwrap_or_default()),
+                    .with_embedder_config(memory_embedder),
             ),
             knowledge: Arc::new(alembic_knowledge::KnowledgeService::for_project(root)),
             safety: Arc::new(
@@ -133,8 +135,8 @@ pub fn register_builtin_tools(
     alembic_tools::meta::register_tools(registry)?;
     alembic_code::register_tools(registry, Arc::clone(&services.code))?;
     alembic_safety::register_tools(registry, Arc::clone(&services.safety))?;
-    alembic_context::tools::register_tools(registry)?;
-    alembic_memory::tools::register_tools(registry)?;
+    alembic_context::tools::register_tools(registry, Arc::clone(&services.loops))?;
+    alembic_memory::tools::register_tools(registry, Arc::clone(&services.memory))?;
     alembic_knowledge::register_tools(
         registry,
         Arc::clone(&services.knowledge),

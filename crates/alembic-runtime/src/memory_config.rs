@@ -1,5 +1,14 @@
 //! The `[memory]` section of `.alembic/config.toml`, read into the memory crate's
-//! [`MemoryConfig`] and, when the section chooses one, an [`EmbedderConfig`].
+//! [`MemoryConfig`] and, when the section chooses one, an [`EmbedderConfig`];
+//! [`memory_embedder`] then settles the embedder of the project's one memory service.
+//!
+//! The embedder is resolved in one place for every front door (the memory tools over MCP,
+//! `alembic memory`, the agent): `ALEMBIC_EMBEDDINGS` if set, else the section's `embedder`
+//! key, else the local all-MiniLM-L6-v2 when `scripts/fetch-models` has installed it (or
+//! `ALEMBIC_MINILM_DIR` points at it), else none. `ALEMBIC_EMBEDDINGS=none` turns embeddings
+//! off, `local` uses the local model, `auto` is the default choice above, and `openai` uses
+//! `OPENAI_BASE_URL` (default https://api.openai.com/v1), `OPENAI_API_KEY` and
+//! `ALEMBIC_EMBEDDING_MODEL` (default text-embedding-3-small).
 //!
 //! Every key is optional; a missing key keeps the default. An unknown key or a value of the
 //! wrong kind is an error that names the key and what it accepts, so a typo never silently
@@ -12,11 +21,14 @@
 //! assert_eq!(memory_settings(&config).unwrap().memory.max_per_scope, 50);
 //! ```
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use alembic_memory::{EmbedderConfig, MemoryConfig, Ranking};
 
 use crate::config::{ConfigError, ProjectConfig};
+
+/// The environment variable that overrides the `embedder` key.
+pub const EMBEDDINGS_VAR: &str = "ALEMBIC_EMBEDDINGS";
 
 /// Keys of `[memory]`, as listed in error messages.
 pub const KEYS: &[&str] = &[
@@ -207,6 +219,57 @@ fn embedder(table: &toml::Table) -> Result<Option<EmbedderConfig>, String> {
     }))
 }
 
+/// The embedder of the project's memory: `ALEMBIC_EMBEDDINGS`, else `configured` (the
+/// section's `embedder` key), else the local model when it is installed (see the module docs).
+/// An unsupported `ALEMBIC_EMBEDDINGS` value is a configuration error, never a silent default.
+pub fn memory_embedder(configured: Option<EmbedderConfig>) -> Result<EmbedderConfig, ConfigError> {
+    let env = |name: &str| std::env::var(name).ok();
+    resolve_embedder(configured, &env, alembic_memory::default_model_dir())
+}
+
+/// [`memory_embedder`] with the environment and the local model directory given.
+fn resolve_embedder(
+    configured: Option<EmbedderConfig>,
+    env: &dyn Fn(&str) -> Option<String>,
+    model_dir: Option<PathBuf>,
+) -> Result<EmbedderConfig, ConfigError> {
+    let invalid = |message: String| ConfigError::Invalid {
+        path: PathBuf::from(EMBEDDINGS_VAR),
+        message,
+    };
+    let choice = match (env(EMBEDDINGS_VAR), configured) {
+        (Some(choice), _) => choice,
+        (None, Some(configured)) => return Ok(configured),
+        (None, None) => "auto".into(),
+    };
+    Ok(match choice.as_str() {
+        "none" => EmbedderConfig::None,
+        "auto" => model_dir
+            .filter(|d| installed(d))
+            .map_or(EmbedderConfig::None, |dir| EmbedderConfig::Local { dir }),
+        "local" => EmbedderConfig::Local {
+            dir: model_dir.ok_or_else(|| {
+                invalid("cannot locate the local model directory; set ALEMBIC_MINILM_DIR".into())
+            })?,
+        },
+        "openai" => EmbedderConfig::OpenAi {
+            base_url: env("OPENAI_BASE_URL").unwrap_or_else(|| OPENAI_URL.into()),
+            api_key: env("OPENAI_API_KEY"),
+            model: env("ALEMBIC_EMBEDDING_MODEL").unwrap_or_else(|| OPENAI_MODEL.into()),
+        },
+        other => {
+            return Err(invalid(format!(
+                "{other:?} is not supported; accepted: auto, none, local, openai"
+            )));
+        }
+    })
+}
+
+/// True when `scripts/fetch-models` has installed the local model in `dir`.
+fn installed(dir: &Path) -> bool {
+    dir.join("model.safetensors").is_file()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -317,5 +380,89 @@ mod tests {
         for (text, expected) in cases {
             assert_eq!(parse(text).unwrap_err(), expected, "{text}");
         }
+    }
+
+    fn resolve(
+        configured: Option<EmbedderConfig>,
+        vars: &[(&str, &str)],
+        model_dir: Option<PathBuf>,
+    ) -> Result<EmbedderConfig, String> {
+        let vars: Vec<(String, String)> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let env = move |name: &str| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+        resolve_embedder(configured, &env, model_dir).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_embedder_follows_the_documented_precedence() {
+        let installed = tempfile::tempdir().unwrap();
+        std::fs::write(installed.path().join("model.safetensors"), b"").unwrap();
+        let local = || EmbedderConfig::Local {
+            dir: installed.path().to_path_buf(),
+        };
+        let configured = || {
+            Some(EmbedderConfig::OpenAi {
+                base_url: "http://x/v1".into(),
+                api_key: None,
+                model: "m".into(),
+            })
+        };
+        let dir = || Some(installed.path().to_path_buf());
+        // The variable wins over the key, the key over the installed model.
+        assert_eq!(
+            resolve(configured(), &[("ALEMBIC_EMBEDDINGS", "none")], dir()),
+            Ok(EmbedderConfig::None)
+        );
+        assert_eq!(resolve(configured(), &[], dir()), Ok(configured().unwrap()));
+        assert_eq!(resolve(None, &[], dir()), Ok(local()));
+        assert_eq!(
+            resolve(None, &[("ALEMBIC_EMBEDDINGS", "auto")], dir()),
+            Ok(local())
+        );
+        // Without the installed model, the default is lexical.
+        let empty = tempfile::tempdir().unwrap();
+        assert_eq!(
+            resolve(None, &[], Some(empty.path().to_path_buf())),
+            Ok(EmbedderConfig::None)
+        );
+        assert_eq!(
+            resolve(
+                Some(EmbedderConfig::None),
+                &[("ALEMBIC_EMBEDDINGS", "local")],
+                dir()
+            ),
+            Ok(local())
+        );
+        let openai = resolve(
+            None,
+            &[
+                ("ALEMBIC_EMBEDDINGS", "openai"),
+                ("OPENAI_BASE_URL", "http://localhost:9/v1"),
+                ("OPENAI_API_KEY", "k"),
+            ],
+            None,
+        );
+        assert_eq!(
+            openai,
+            Ok(EmbedderConfig::OpenAi {
+                base_url: "http://localhost:9/v1".into(),
+                api_key: Some("k".into()),
+                model: "text-embedding-3-small".into(),
+            })
+        );
+    }
+
+    #[test]
+    fn an_unsupported_embeddings_variable_is_an_error() {
+        assert_eq!(
+            resolve(None, &[("ALEMBIC_EMBEDDINGS", "bert")], None),
+            Err("ALEMBIC_EMBEDDINGS is not valid: \"bert\" is not supported; accepted: auto, none, local, openai".into())
+        );
+        assert_eq!(
+            resolve(None, &[("ALEMBIC_EMBEDDINGS", "local")], None),
+            Err("ALEMBIC_EMBEDDINGS is not valid: cannot locate the local model directory; set ALEMBIC_MINILM_DIR".into())
+        );
     }
 }

@@ -1,13 +1,14 @@
 //! Meta tools (module composite): they go through the same pipeline as every other tool.
+//! Their state is the pipeline itself, reached through the call's context (registry lookups
+//! and the caller's allowlist), so they are registered without a service handle.
 
 use std::collections::BTreeSet;
 
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
 
 use crate::context::ToolContext;
-use crate::definition::{
-    EffectClass, ToolDefinition, ToolError, ToolModule, ToolOutput, handler_fn,
-};
+use crate::definition::{EffectClass, ToolDefinition, ToolError, ToolModule, ToolOutput};
 use crate::registry::{RegistryError, ToolRegistry};
 
 /// Registers `get_tool_details` and `plan_task`.
@@ -16,21 +17,12 @@ pub fn register_tools(registry: &ToolRegistry) -> Result<(), RegistryError> {
     registry.register(plan_task())
 }
 
-fn get_tool_details() -> ToolDefinition {
-    ToolDefinition::new(
-        "get_tool_details",
-        "Show the full description and parameter schema of a tool you may use.",
-        json!({
-            "type": "object",
-            "properties": {
-                "toolName": {"type": "string", "minLength": 1, "description": "name of the tool"}
-            },
-            "required": ["toolName"]
-        }),
-        ToolModule::Composite,
-        EffectClass::ReadOnly,
-        handler_fn(|args, ctx| async move { tool_details(&args, &ctx) }),
-    )
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct ToolDetailsArgs {
+    /// name of the tool
+    #[schemars(length(min = 1))]
+    tool_name: String,
 }
 
 /// The registry of the pipeline running the call: the tools a meta tool may talk about.
@@ -40,8 +32,19 @@ fn registry_of(ctx: &ToolContext) -> Result<&ToolRegistry, ToolError> {
         .ok_or_else(|| ToolError::failed("meta tools run only inside a pipeline"))
 }
 
-fn tool_details(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-    let name = args["toolName"].as_str().unwrap_or_default();
+fn get_tool_details() -> ToolDefinition {
+    ToolDefinition::typed::<ToolDetailsArgs>(
+        "get_tool_details",
+        "Show the full description and parameter schema of a tool you may use.",
+        ToolModule::Composite,
+        EffectClass::ReadOnly,
+    )
+    .handler((), |(), args, ctx| async move {
+        tool_details(&args.tool_name, &ctx)
+    })
+}
+
+fn tool_details(name: &str, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
     let registry = registry_of(ctx)?;
     let allow = &ctx.caller.allowlist;
     // A tool outside the caller's capability is reported exactly like a missing one.
@@ -75,45 +78,44 @@ fn tool_details(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError
     Ok(ToolOutput::new(data, text))
 }
 
-fn plan_task() -> ToolDefinition {
-    ToolDefinition::new(
-        "plan_task",
-        "Record a plan for the current task: a goal and ordered steps, each optionally naming the tool it will use. Returns the validated plan.",
-        json!({
-            "type": "object",
-            "properties": {
-                "goal": {"type": "string", "minLength": 1, "maxLength": 2000},
-                "steps": {
-                    "type": "array",
-                    "minItems": 1,
-                    "maxItems": 20,
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "description": {"type": "string", "minLength": 1, "maxLength": 500},
-                            "tool": {"type": "string"}
-                        },
-                        "required": ["description"]
-                    }
-                }
-            },
-            "required": ["goal", "steps"]
-        }),
-        ToolModule::Composite,
-        EffectClass::ReadOnly,
-        handler_fn(|args, ctx| async move { record_plan(&args, &ctx) }),
-    )
+#[derive(Deserialize, schemars::JsonSchema)]
+struct PlanArgs {
+    #[schemars(length(min = 1, max = 2000))]
+    goal: String,
+    #[schemars(length(min = 1, max = 20))]
+    steps: Vec<PlanStep>,
 }
 
-fn record_plan(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-    let goal = args["goal"].as_str().unwrap_or_default().trim().to_string();
-    let steps = args["steps"].as_array().cloned().unwrap_or_default();
+// One step of a plan. Other keys a model adds to a step are kept and echoed back as before.
+// (A `//` comment: a doc comment would become the schema's description.)
+#[derive(Deserialize, Serialize, schemars::JsonSchema)]
+struct PlanStep {
+    #[schemars(length(min = 1, max = 500))]
+    description: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool: Option<String>,
+    #[serde(flatten)]
+    #[schemars(skip)]
+    other: serde_json::Map<String, serde_json::Value>,
+}
+
+fn plan_task() -> ToolDefinition {
+    ToolDefinition::typed::<PlanArgs>(
+        "plan_task",
+        "Record a plan for the current task: a goal and ordered steps, each optionally naming the tool it will use. Returns the validated plan.",
+        ToolModule::Composite,
+        EffectClass::ReadOnly,
+    )
+    .handler((), |(), args, ctx| async move { record_plan(args, &ctx) })
+}
+
+fn record_plan(args: PlanArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    let goal = args.goal.trim().to_string();
+    let steps = args.steps;
     let registry = registry_of(ctx)?;
     let mut unknown = BTreeSet::new();
-    for step in &steps {
-        if let Some(tool) = step.get("tool").and_then(Value::as_str)
-            && !(registry.contains(tool) && ctx.caller.allowlist.allows(tool))
-        {
+    for tool in steps.iter().filter_map(|s| s.tool.as_deref()) {
+        if !(registry.contains(tool) && ctx.caller.allowlist.allows(tool)) {
             unknown.insert(tool.to_string());
         }
     }
@@ -126,8 +128,8 @@ fn record_plan(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError>
     }
     let mut text = format!("plan: {goal}\n");
     for (i, s) in steps.iter().enumerate() {
-        let desc = s["description"].as_str().unwrap_or_default();
-        match s.get("tool").and_then(Value::as_str) {
+        let desc = &s.description;
+        match &s.tool {
             Some(t) => text.push_str(&format!("{}. {desc} [{t}]\n", i + 1)),
             None => text.push_str(&format!("{}. {desc}\n", i + 1)),
         }

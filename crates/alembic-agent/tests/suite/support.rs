@@ -39,9 +39,9 @@ pub fn agent_tools(root: &std::path::Path, presets: PresetCatalog) -> AgentTools
     let registry = Arc::new(ToolRegistry::new());
     let code = Arc::new(alembic_code::CodeService::new(root).unwrap());
     alembic_code::register_tools(&registry, code).unwrap();
-    alembic_context::tools::register_tools(&registry).unwrap();
-    alembic_tools::meta::register_tools(&registry).unwrap();
     let loops = Arc::new(LoopDirectory::default());
+    alembic_context::tools::register_tools(&registry, Arc::clone(&loops)).unwrap();
+    alembic_tools::meta::register_tools(&registry).unwrap();
     let services = Services::builder().insert(Arc::clone(&loops)).build();
     let builder = Pipeline::builder(registry, root).services(services);
     AgentTools::build(builder, loops, Arc::new(ReadOnlySafety), presets).unwrap()

@@ -82,6 +82,54 @@ fn add_consolidates_and_search_explains() {
 }
 
 #[test]
+fn changes_go_through_the_pipeline_as_cli_and_are_audited() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    let out = stdout(
+        &memory(
+            p,
+            &["add", "Releases are tagged on Fridays", "--scope", "team"],
+        )
+        .success(),
+    );
+    let id = out.split_whitespace().nth(1).unwrap().to_string();
+    let file = p.join("mem.jsonl");
+    memory(p, &["export", "--output", file.to_str().unwrap()]).success();
+    memory(p, &["import", file.to_str().unwrap()]).success();
+    memory(p, &["gc"]).success();
+    memory(p, &["forget", &id]).success();
+    let shown = alembic(p)
+        .args(["audit", "tail", "-n", "10", "--json"])
+        .assert()
+        .success();
+    let rows: Vec<Value> = serde_json::from_slice(&shown.get_output().stdout).unwrap();
+    let calls: Vec<(&str, &str, &str)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["caller"].as_str().unwrap(),
+                r["tool"].as_str().unwrap(),
+                r["verdict"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("cli", "memory_remember", "ok"),
+            ("cli", "memory_import", "ok"),
+            ("cli", "memory_gc", "ok"),
+            ("cli", "memory_forget", "ok"),
+        ]
+    );
+    alembic(p)
+        .args(["audit", "verify"])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("ok: 4 records"));
+}
+
+#[test]
 fn contradiction_keeps_history_and_forget_removes_it() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path();

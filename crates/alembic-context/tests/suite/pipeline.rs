@@ -12,8 +12,7 @@ use alembic_context::{
 };
 use alembic_tools::{
     Allowlist, Caller, EffectClass, OutcomeStatus, Pipeline, PreparedCall, SafetyCheck,
-    SafetyDecision, Services, ToolCall, ToolDefinition, ToolModule, ToolOutput, ToolRegistry,
-    handler_fn,
+    SafetyDecision, ToolCall, ToolDefinition, ToolModule, ToolOutput, ToolRegistry, handler_fn,
 };
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -140,7 +139,6 @@ fn fixture() -> Fixture {
             }),
         ))
         .unwrap();
-    alembic_context::tools::register_tools(&registry).unwrap();
 
     let coordinator = Arc::new(
         MemoryCoordinator::default().with_session(Arc::new(Mutex::new(SessionStore::new()))),
@@ -159,6 +157,7 @@ fn fixture() -> Fixture {
         ExplorationBudget::default(),
     )));
     let directory = Arc::new(LoopDirectory::default());
+    alembic_context::tools::register_tools(&registry, Arc::clone(&directory)).unwrap();
     let clock: alembic_context::MillisClock = Arc::new(alembic_base::ManualClock::new(1_000));
     let memory = LoopMemory::new(
         coordinator.clone(),
@@ -169,9 +168,7 @@ fn fixture() -> Fixture {
     );
     directory.attach("agent:networking", Arc::new(memory));
     let safety = Arc::new(Switch::default());
-    let mut builder = Pipeline::builder(registry, dir.path())
-        .safety(safety.clone())
-        .services(Services::builder().insert(directory.clone()).build());
+    let mut builder = Pipeline::builder(registry, dir.path()).safety(safety.clone());
     // Added in reverse on purpose: the slots decide the order.
     for m in memory_middlewares(directory).into_iter().rev() {
         builder = builder.middleware(m);

@@ -1,20 +1,20 @@
 //! `alembic memory add|search|list|show|forget|gc|stats|export|import`
 //!
-//! Works on the project's persistent memory (`.alembic/alembic.db`) with the settings of the
-//! `[memory]` section of `.alembic/config.toml` (capacity, lifetimes, weights, embedder).
-//! Embeddings: `ALEMBIC_EMBEDDINGS` if set, else the section's `embedder` key, else the local
-//! all-MiniLM-L6-v2 when `scripts/fetch-models` has installed it (or `ALEMBIC_MINILM_DIR`
-//! points at it). `ALEMBIC_EMBEDDINGS=none` turns embeddings off, and
-//! `ALEMBIC_EMBEDDINGS=openai` uses `OPENAI_BASE_URL` (default https://api.openai.com/v1),
-//! `OPENAI_API_KEY` and `ALEMBIC_EMBEDDING_MODEL` (default text-embedding-3-small).
+//! Works on the project's one persistent memory (`.alembic/alembic.db`), the runtime's
+//! memory service with the settings of the `[memory]` section of `.alembic/config.toml`
+//! (capacity, lifetimes, weights) and the embedder `alembic_runtime::memory_config` resolves
+//! (`ALEMBIC_EMBEDDINGS`, else the `embedder` key, else the local model when installed).
+//! Reads use the service; changes (`add`, `forget`, `import`, `gc`) are tool calls through
+//! the pipeline as caller `cli` (see [`write`]), so they are validated and audited.
 
-use std::io::{BufRead, Write};
+mod write;
+
+use std::io::Write;
 use std::path::PathBuf;
 
-use alembic_memory::{
-    EmbedderConfig, ListFilter, Memory, MemorySource, MemoryType, NewMemory, PersistentMemory,
-    RetrieveOptions, Scope, ScoredMemory, build_embedder, default_model_dir,
-};
+use alembic_memory::tools::MemoryService;
+use alembic_memory::{ListFilter, Memory, RetrieveOptions, Scope, ScoredMemory};
+use alembic_runtime::ProjectRuntime;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use serde_json::json;
@@ -153,15 +153,15 @@ pub struct ImportArgs {
 
 pub fn run(cmd: MemoryCommand) -> CmdResult {
     match cmd {
-        MemoryCommand::Add(a) => add(a),
+        MemoryCommand::Add(a) => write::add(a),
         MemoryCommand::Search(a) => search(a),
         MemoryCommand::List(a) => list(a),
         MemoryCommand::Show(a) => show(a),
-        MemoryCommand::Forget(a) => forget(a),
-        MemoryCommand::Gc(a) => gc(a),
+        MemoryCommand::Forget(a) => write::forget(a),
+        MemoryCommand::Gc(a) => write::gc(a),
         MemoryCommand::Stats(a) => stats(a),
         MemoryCommand::Export(a) => export(a),
-        MemoryCommand::Import(a) => import(a),
+        MemoryCommand::Import(a) => write::import(a),
     }
 }
 
@@ -170,107 +170,44 @@ fn usage<T: std::str::FromStr<Err = alembic_memory::MemoryError>>(text: &str) ->
         .map_err(|e: alembic_memory::MemoryError| UsageError(e.to_string()).into())
 }
 
-/// The embedder chosen by `ALEMBIC_EMBEDDINGS`, else by the config file (see the module docs).
-fn embedder_config(configured: Option<EmbedderConfig>) -> anyhow::Result<EmbedderConfig> {
-    let choice = match (std::env::var("ALEMBIC_EMBEDDINGS"), configured) {
-        (Ok(choice), _) => choice,
-        (Err(_), Some(configured)) => return Ok(configured),
-        (Err(_), None) => "auto".into(),
-    };
-    let local = default_model_dir().filter(|d| d.join("model.safetensors").is_file());
-    Ok(match choice.as_str() {
-        "none" => EmbedderConfig::None,
-        "auto" => local.map_or(EmbedderConfig::None, |dir| EmbedderConfig::Local { dir }),
-        "local" => EmbedderConfig::Local {
-            dir: default_model_dir()
-                .context("cannot locate the model directory: set ALEMBIC_MINILM_DIR")?,
-        },
-        "openai" => EmbedderConfig::OpenAi {
-            base_url: std::env::var("OPENAI_BASE_URL")
-                .unwrap_or_else(|_| "https://api.openai.com/v1".into()),
-            api_key: std::env::var("OPENAI_API_KEY").ok(),
-            model: std::env::var("ALEMBIC_EMBEDDING_MODEL")
-                .unwrap_or_else(|_| "text-embedding-3-small".into()),
-        },
-        other => anyhow::bail!(UsageError(format!(
-            "ALEMBIC_EMBEDDINGS={other:?} is not supported; accepted: auto, none, local, openai"
-        ))),
-    })
-}
-
-/// Opens the project memory. `embed` is false for commands that never compare vectors.
-fn open(project: &ProjectArgs, embed: bool) -> anyhow::Result<PersistentMemory> {
+/// The project's runtime: `open` (with the audit log) for changes, inspect-only for reads.
+fn runtime(project: &ProjectArgs, writes: bool) -> anyhow::Result<ProjectRuntime> {
     if !project.project.is_dir() {
         anyhow::bail!(UsageError(format!(
             "project directory {} does not exist",
             project.project.display()
         )));
     }
-    let config = alembic_runtime::ProjectConfig::load(&project.project)?;
-    let settings = alembic_runtime::memory_config::memory_settings(&config)?;
-    let pm = PersistentMemory::open_project(&project.project, settings.memory)
-        .with_context(|| format!("cannot open the memory of {}", project.project.display()))?;
-    if !embed {
-        return Ok(pm);
-    }
-    let embedder =
-        build_embedder(&embedder_config(settings.embedder)?).context("cannot set up embeddings")?;
-    Ok(pm.with_embedder(embedder))
+    Ok(if writes {
+        ProjectRuntime::open(&project.project)?
+    } else {
+        ProjectRuntime::inspect(&project.project)?
+    })
 }
 
-fn add(a: AddArgs) -> CmdResult {
-    let input = NewMemory {
-        kind: usage::<MemoryType>(&a.kind)?,
-        source: usage::<MemorySource>(&a.source)?,
-        scope: usage::<Scope>(&a.scope)?,
-        content: a.text,
-        importance: a.importance,
-        ttl_days: a.ttl_days,
-        ..NewMemory::default()
-    };
-    let mut pm = open(&a.project, true)?;
-    let stats = pm
-        .consolidate(std::slice::from_ref(&input))
-        .map_err(user_error)?;
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&stats)?);
-        return Ok(Exit::Ok);
-    }
-    for o in &stats.outcomes {
-        let action = serde_json::to_value(o.action)?
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        match (&o.id, &o.previous) {
-            (Some(id), Some(prev)) => println!("{action} {id} (supersedes {prev})"),
-            (Some(id), None) => println!("{action} {id}"),
-            _ => println!("{action}: too short to remember (at least 5 characters)"),
-        }
-    }
-    Ok(Exit::Ok)
-}
-
-/// Input errors from the library (empty text, bad importance) are usage errors (exit 2).
-fn user_error(e: alembic_memory::MemoryError) -> anyhow::Error {
-    use alembic_memory::MemoryError as E;
-    match e {
-        E::EmptyContent { .. }
-        | E::ContentTooLong { .. }
-        | E::BadImportance { .. }
-        | E::UnknownValue { .. } => UsageError(e.to_string()).into(),
-        other => other.into(),
-    }
+/// Runs a read-only `f` on the project's memory service (the embedder is not built).
+fn read<T>(
+    project: &ProjectArgs,
+    f: impl FnOnce(&alembic_memory::PersistentMemory) -> Result<T, alembic_memory::MemoryError>,
+) -> anyhow::Result<T> {
+    let rt = runtime(project, false)?;
+    let memory: &MemoryService = &rt.services().memory;
+    Ok(memory.read(f)??)
 }
 
 fn search(a: SearchArgs) -> CmdResult {
     let scope = a.scope.as_deref().map(usage::<Scope>).transpose()?;
-    let mut pm = open(&a.project, true)?;
     let options = RetrieveOptions {
         limit: a.k,
         scope,
         ..RetrieveOptions::default()
     };
-    let hits = pm.retrieve(&a.query, &options)?;
+    let rt = runtime(&a.project, false)?;
+    // Retrieval compares vectors, so it runs with the embedder.
+    let hits = rt
+        .services()
+        .memory
+        .with_store(|m| m.retrieve(&a.query, &options))?;
     if a.json {
         let results: Vec<serde_json::Value> =
             hits.iter().map(|h| scored_json(h, a.explain)).collect();
@@ -356,14 +293,13 @@ fn line(m: &Memory) -> String {
 }
 
 fn list(a: ListArgs) -> CmdResult {
-    let pm = open(&a.project, false)?;
     let filter = ListFilter {
         include_archived: a.archived,
         include_history: a.history,
         limit: a.limit,
         ..Default::default()
     };
-    let memories = pm.list(&filter)?;
+    let memories = read(&a.project, |m| m.list(&filter))?;
     if a.json {
         println!(
             "{}",
@@ -378,15 +314,19 @@ fn list(a: ListArgs) -> CmdResult {
 }
 
 fn show(a: ShowArgs) -> CmdResult {
-    let pm = open(&a.project, false)?;
-    let Some(memory) = pm.get(&a.id)? else {
-        anyhow::bail!(UsageError(format!(
-            "no memory with id {} (see alembic memory list)",
-            a.id
-        )));
+    let (memory, history) = read(&a.project, |m| {
+        let memory = m.get(&a.id)?;
+        let history = match (&memory, a.history) {
+            (Some(_), true) => m.history(&a.id)?,
+            _ => Vec::new(),
+        };
+        Ok((memory, history))
+    })?;
+    let Some(memory) = memory else {
+        anyhow::bail!(no_such_memory(&a.id));
     };
     let versions = if a.history {
-        pm.history(&a.id)?
+        history
     } else {
         vec![memory.clone()]
     };
@@ -422,39 +362,13 @@ fn show(a: ShowArgs) -> CmdResult {
     Ok(Exit::Ok)
 }
 
-fn forget(a: IdArgs) -> CmdResult {
-    let mut pm = open(&a.project, false)?;
-    if !pm.forget(&a.id)? {
-        anyhow::bail!(UsageError(format!(
-            "no memory with id {} (see alembic memory list)",
-            a.id
-        )));
-    }
-    if a.json {
-        println!("{}", json!({ "forgotten": a.id }));
-    } else {
-        println!("forgot {}", a.id);
-    }
-    Ok(Exit::Ok)
-}
-
-fn gc(a: JsonArgs) -> CmdResult {
-    let mut pm = open(&a.project, false)?;
-    let s = pm.gc()?;
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&s)?);
-    } else {
-        println!(
-            "expired {}, forgotten {}, archived {}, remaining {}",
-            s.expired, s.forgotten, s.archived, s.remaining
-        );
-    }
-    Ok(Exit::Ok)
+/// The usage error for an id that names no memory.
+fn no_such_memory(id: &str) -> UsageError {
+    UsageError(format!("no memory with id {id} (see alembic memory list)"))
 }
 
 fn stats(a: JsonArgs) -> CmdResult {
-    let pm = open(&a.project, false)?;
-    let s = pm.stats()?;
+    let s = read(&a.project, |m| m.stats())?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&s)?);
         return Ok(Exit::Ok);
@@ -477,8 +391,7 @@ fn stats(a: JsonArgs) -> CmdResult {
 }
 
 fn export(a: ExportArgs) -> CmdResult {
-    let pm = open(&a.project, false)?;
-    let memories = pm.export()?;
+    let memories = read(&a.project, |m| m.export())?;
     let mut out: Box<dyn Write> = match &a.output {
         Some(path) => Box::new(std::io::BufWriter::new(
             std::fs::File::create(path)
@@ -492,34 +405,6 @@ fn export(a: ExportArgs) -> CmdResult {
     out.flush()?;
     if let Some(path) = &a.output {
         eprintln!("exported {} memories to {}", memories.len(), path.display());
-    }
-    Ok(Exit::Ok)
-}
-
-fn import(a: ImportArgs) -> CmdResult {
-    let file = std::fs::File::open(&a.file)
-        .map_err(|e| UsageError(format!("cannot read {}: {e}", a.file.display())))?;
-    let mut memories = Vec::new();
-    for (i, l) in std::io::BufReader::new(file).lines().enumerate() {
-        let l = l?;
-        if l.trim().is_empty() {
-            continue;
-        }
-        let m: Memory = serde_json::from_str(&l).map_err(|e| {
-            UsageError(format!(
-                "{} line {}: not an exported memory: {e}",
-                a.file.display(),
-                i + 1
-            ))
-        })?;
-        memories.push(m);
-    }
-    let mut pm = open(&a.project, false)?;
-    let (imported, skipped) = pm.import(&memories)?;
-    if a.json {
-        println!("{}", json!({ "imported": imported, "skipped": skipped }));
-    } else {
-        println!("imported {imported}, skipped {skipped} already present");
     }
     Ok(Exit::Ok)
 }
