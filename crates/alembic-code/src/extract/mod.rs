@@ -358,17 +358,8 @@ impl<'s> Walker<'s> {
         {
             return i;
         }
-        self.out.types.push(TypeDecl {
-            name: name.to_string(),
-            kind,
-            superclass: None,
-            conformances: Vec::new(),
-            category: None,
-            line: self.line(node),
-            end_line: self.end_line(node),
-            methods: Vec::new(),
-            properties: Vec::new(),
-        });
+        let decl = self.type_decl(node, name, kind);
+        self.out.types.push(decl);
         self.out.types.len() - 1
     }
 
