@@ -9,6 +9,7 @@ mod go;
 mod java;
 mod js;
 mod kotlin;
+mod nodes;
 mod objc;
 mod python;
 mod rust;
@@ -19,6 +20,8 @@ use std::collections::HashMap;
 
 use tree_sitter::{Node, Parser};
 
+pub(crate) use nodes::{is_type_like, last_ident};
+
 use crate::language::Lang;
 use crate::summary::{
     CallSite, FileSummary, Import, Method, Property, ReceiverKind, TypeDecl, TypeKind,
@@ -27,8 +30,6 @@ use crate::summary::{
 /// Deeper nodes are not visited, so pathological (generated) files cannot exhaust the
 /// stack of a worker thread. Real code rarely nests beyond ~100.
 const MAX_DEPTH: usize = 512;
-/// Signatures longer than this are cut (with `…`).
-const MAX_SIGNATURE: usize = 240;
 
 /// Why a file could not be summarised.
 #[derive(Debug, thiserror::Error)]
@@ -357,17 +358,8 @@ impl<'s> Walker<'s> {
         {
             return i;
         }
-        self.out.types.push(TypeDecl {
-            name: name.to_string(),
-            kind,
-            superclass: None,
-            conformances: Vec::new(),
-            category: None,
-            line: self.line(node),
-            end_line: self.end_line(node),
-            methods: Vec::new(),
-            properties: Vec::new(),
-        });
+        let decl = self.type_decl(node, name, kind);
+        self.out.types.push(decl);
         self.out.types.len() - 1
     }
 
@@ -460,130 +452,6 @@ impl<'s> Walker<'s> {
     pub(crate) fn in_function(&self) -> bool {
         self.function.is_some()
     }
-
-    pub(crate) fn text(&self, node: Node) -> &'s str {
-        self.src.get(node.byte_range()).unwrap_or("")
-    }
-
-    pub(crate) fn field_text(&self, node: Node, field: &str) -> Option<&'s str> {
-        node.child_by_field_name(field).map(|n| self.text(n))
-    }
-
-    pub(crate) fn line(&self, node: Node) -> usize {
-        node.start_position().row + 1
-    }
-
-    pub(crate) fn end_line(&self, node: Node) -> usize {
-        node.end_position().row + 1
-    }
-
-    /// Declaration text from the node's start to its body (or the whole node), on one line.
-    pub(crate) fn signature(&self, node: Node, body: Option<Node>) -> String {
-        let end = body.map_or(node.end_byte(), |b| b.start_byte());
-        let raw = self.src.get(node.start_byte()..end).unwrap_or("");
-        let mut sig = raw.split_whitespace().collect::<Vec<_>>().join(" ");
-        while sig.ends_with('{') || sig.ends_with(':') || sig.ends_with('=') || sig.ends_with(';') {
-            sig.pop();
-            sig = sig.trim_end().to_string();
-        }
-        if sig.chars().count() > MAX_SIGNATURE {
-            sig = sig.chars().take(MAX_SIGNATURE).collect::<String>() + "…";
-        }
-        sig
-    }
-
-    /// A method record with the common fields filled in from `node` and its `body`.
-    pub(crate) fn method(
-        &self,
-        node: Node,
-        name: &str,
-        body: Option<Node>,
-        is_static: bool,
-    ) -> Method {
-        Method {
-            name: name.to_string(),
-            is_static,
-            signature: self.signature(node, body),
-            line: self.line(node),
-            end_line: self.end_line(node),
-            is_declaration: body.is_none(),
-            is_optional: false,
-            complexity: 1,
-        }
-    }
-
-    /// A type record with no members yet.
-    pub(crate) fn type_decl(&self, node: Node, name: &str, kind: TypeKind) -> TypeDecl {
-        TypeDecl {
-            name: name.to_string(),
-            kind,
-            superclass: None,
-            conformances: Vec::new(),
-            category: None,
-            line: self.line(node),
-            end_line: self.end_line(node),
-            methods: Vec::new(),
-            properties: Vec::new(),
-        }
-    }
-
-    pub(crate) fn property(
-        &self,
-        node: Node,
-        name: &str,
-        type_name: Option<&str>,
-        is_static: bool,
-    ) -> Property {
-        Property {
-            name: name.to_string(),
-            type_name: type_name.map(|t| t.split_whitespace().collect::<Vec<_>>().join(" ")),
-            is_static,
-            line: self.line(node),
-            attributes: Vec::new(),
-        }
-    }
-
-    pub(crate) fn import(&self, node: Node, module: &str) -> Import {
-        Import {
-            module: module.trim().to_string(),
-            line: self.line(node),
-        }
-    }
-
-    /// True when `node` has a direct child (token or node) whose text is `word`.
-    pub(crate) fn has_child_text(&self, node: Node, word: &str) -> bool {
-        let mut cursor = node.walk();
-        node.children(&mut cursor).any(|c| self.text(c) == word)
-    }
-
-    /// True when a `modifiers`-like child contains `word` as a whole word.
-    pub(crate) fn has_modifier(&self, node: Node, kinds: &[&str], word: &str) -> bool {
-        let mut cursor = node.walk();
-        node.children(&mut cursor)
-            .filter(|c| kinds.contains(&c.kind()))
-            .any(|c| {
-                self.text(c)
-                    .split(|ch: char| !ch.is_alphanumeric() && ch != '_')
-                    .any(|w| w == word)
-            })
-    }
-
-    pub(crate) fn first_child_of_kind<'t>(
-        &self,
-        node: Node<'t>,
-        kinds: &[&str],
-    ) -> Option<Node<'t>> {
-        let mut cursor = node.walk();
-        node.named_children(&mut cursor)
-            .find(|c| kinds.contains(&c.kind()))
-    }
-
-    pub(crate) fn children_of_kind<'t>(&self, node: Node<'t>, kinds: &[&str]) -> Vec<Node<'t>> {
-        let mut cursor = node.walk();
-        node.named_children(&mut cursor)
-            .filter(|c| kinds.contains(&c.kind()))
-            .collect()
-    }
 }
 
 /// Node kinds that add a path through a function (for the complexity estimate).
@@ -631,57 +499,5 @@ fn is_branch(node: Node, src: &str) -> bool {
                 || node.kind().ends_with("junction_expression")
         }
         _ => false,
-    }
-}
-
-/// Last identifier of a type or path expression: `geo::Circle` → `Circle`,
-/// `Comparable<Shape>` → `Comparable`, `*Circle` → `Circle`, `&mut Foo` → `Foo`.
-pub(crate) fn last_ident(text: &str) -> &str {
-    let head = text.split(['<', '(', '[', '{']).next().unwrap_or(text);
-    let tail = head
-        .rsplit(['.', ':', ' ', '*', '&', '\\'])
-        .find(|s| !s.is_empty());
-    tail.unwrap_or(head)
-        .trim_matches(|c: char| !c.is_alphanumeric() && c != '_' && c != '$')
-}
-
-/// Heuristic: an identifier (or path) whose last part starts with an upper-case letter
-/// names a type. Holds for the naming conventions of every supported language but C.
-pub(crate) fn is_type_like(text: &str) -> bool {
-    let is_path = text
-        .chars()
-        .all(|c| c.is_alphanumeric() || c == '_' || c == '.' || c == ':');
-    is_path
-        && last_ident(text)
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_uppercase())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn last_ident_strips_paths_generics_and_pointers() {
-        let cases = [
-            ("geo::Circle", "Circle"),
-            ("Comparable<Shape>", "Comparable"),
-            ("*Circle", "Circle"),
-            ("&mut Foo", "Foo"),
-            ("fmt::Display", "Display"),
-            ("Circle?", "Circle"),
-            ("kotlin.math.PI", "PI"),
-        ];
-        let got: Vec<(&str, &str)> = cases.iter().map(|(i, _)| (*i, last_ident(i))).collect();
-        pretty_assertions::assert_eq!(got, cases.to_vec());
-    }
-
-    #[test]
-    fn type_like_names_start_upper_case() {
-        assert!(is_type_like("Base"));
-        assert!(is_type_like("geo::Circle"));
-        assert!(!is_type_like("shapes"));
-        assert!(!is_type_like("foo().Bar"));
     }
 }
