@@ -141,14 +141,9 @@ impl KnowledgeStore {
         reason: &str,
         by: &str,
     ) -> Result<usize, KnowledgeError> {
-        let now = self.now();
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        transition_in(&tx, entry_id, Status::Deprecated, by, Some(reason), now)?;
-        let closed = close_open(&tx, entry_id, "executed", reason, by, now)?;
-        tx.commit()?;
-        Ok(closed)
+        self.close_proposals(entry_id, "executed", reason, by, |tx, now| {
+            transition_in(tx, entry_id, Status::Deprecated, by, Some(reason), now)
+        })
     }
 
     /// Records that a recipe was looked at and left as it is: its open proposals are closed
@@ -159,12 +154,27 @@ impl KnowledgeStore {
         reason: &str,
         by: &str,
     ) -> Result<usize, KnowledgeError> {
+        self.close_proposals(entry_id, "skipped", reason, by, |tx, _| {
+            status_in(tx, entry_id).map(|_| ())
+        })
+    }
+
+    /// In one immediate transaction: `first` (which may refuse), then the open proposals of
+    /// `entry_id` closed as `outcome`. Returns how many were closed.
+    fn close_proposals(
+        &mut self,
+        entry_id: &str,
+        outcome: &str,
+        reason: &str,
+        by: &str,
+        first: impl FnOnce(&rusqlite::Connection, i64) -> Result<(), KnowledgeError>,
+    ) -> Result<usize, KnowledgeError> {
         let now = self.now();
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        status_in(&tx, entry_id)?;
-        let closed = close_open(&tx, entry_id, "skipped", reason, by, now)?;
+        first(&tx, now)?;
+        let closed = close_open(&tx, entry_id, outcome, reason, by, now)?;
         tx.commit()?;
         Ok(closed)
     }

@@ -7,7 +7,12 @@ use serde_json::{Value, json};
 
 use super::args::{AnyObject, Text, entry_id};
 use super::{Knowledge, bind};
+use crate::error::KnowledgeError;
 use crate::evolution::PROPOSAL_TYPES;
+use crate::store::KnowledgeStore;
+
+/// A store operation that closes a recipe's open proposals: (recipe id, reason, by) → closed.
+type CloseFn = fn(&mut KnowledgeStore, &str, &str, &str) -> Result<usize, KnowledgeError>;
 
 /// The recipe, under `recipeId` (`candidateId` and `id` are read too).
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -92,7 +97,7 @@ pub(crate) fn tools(state: &Knowledge) -> Vec<ToolDefinition> {
                 "Deprecate a published recipe whose code is gone or wrong, closing its open proposals.",
             ),
             state,
-            confirm_deprecation,
+            |s, a, c| close_proposals(s, a, c, "deprecated", KnowledgeStore::confirm_deprecation),
         ),
         bind(
             evolution_tool::<DecisionArgs>(
@@ -101,7 +106,7 @@ pub(crate) fn tools(state: &Knowledge) -> Vec<ToolDefinition> {
                  as skipped with the reason.",
             ),
             state,
-            skip_evolution,
+            |s, a, c| close_proposals(s, a, c, "skipped", KnowledgeStore::skip_evolution),
         ),
     ]
 }
@@ -128,34 +133,21 @@ fn propose_evolution(
     ))
 }
 
-fn confirm_deprecation(
+/// Closes the recipe's open proposals with `close` (which may also move the recipe) and
+/// reports it as `status`.
+fn close_proposals(
     s: &Knowledge,
     args: DecisionArgs,
     ctx: &ToolContext,
+    status: &str,
+    close: CloseFn,
 ) -> Result<ToolOutput, ToolError> {
     let id = args.recipe.id()?;
     let reason = args.reason.required("reason")?;
-    let closed =
-        s.kb.with(|kb| kb.confirm_deprecation(id, reason, &ctx.caller.id))?;
-    let text = format!("deprecated {id}: {reason} ({closed} proposal(s) closed)");
+    let closed = s.kb.with(|kb| close(kb, id, reason, &ctx.caller.id))?;
+    let text = format!("{status} {id}: {reason} ({closed} proposal(s) closed)");
     Ok(ToolOutput::new(
-        json!({"status": "deprecated", "recipeId": id, "reason": reason, "closedProposals": closed}),
-        text,
-    ))
-}
-
-fn skip_evolution(
-    s: &Knowledge,
-    args: DecisionArgs,
-    ctx: &ToolContext,
-) -> Result<ToolOutput, ToolError> {
-    let id = args.recipe.id()?;
-    let reason = args.reason.required("reason")?;
-    let closed =
-        s.kb.with(|kb| kb.skip_evolution(id, reason, &ctx.caller.id))?;
-    let text = format!("skipped {id}: {reason} ({closed} proposal(s) closed)");
-    Ok(ToolOutput::new(
-        json!({"status": "skipped", "recipeId": id, "reason": reason, "closedProposals": closed}),
+        json!({"status": status, "recipeId": id, "reason": reason, "closedProposals": closed}),
         text,
     ))
 }

@@ -140,62 +140,74 @@ fn lifecycle<A: ToolArgs>(name: &str, description: &str, effect: EffectClass) ->
     ToolDefinition::typed::<A>(name, description, ToolModule::Lifecycle, effect)
 }
 
+/// Arguments of a plain lifecycle move: the entry, and the argument (with its name) that
+/// says why.
+trait MoveArgs: ToolArgs {
+    fn parts(&self) -> (&EntryRef, &Text, &'static str);
+}
+
+impl MoveArgs for ApproveArgs {
+    fn parts(&self) -> (&EntryRef, &Text, &'static str) {
+        (&self.entry, &self.note, "note")
+    }
+}
+
+impl MoveArgs for PublishArgs {
+    fn parts(&self) -> (&EntryRef, &Text, &'static str) {
+        (&self.entry, &self.note, "note")
+    }
+}
+
+impl MoveArgs for ReasonArgs {
+    fn parts(&self) -> (&EntryRef, &Text, &'static str) {
+        (&self.entry, &self.reason, "reason")
+    }
+}
+
+/// A tool that moves the entry to `to` (see [`mv`]).
+fn move_tool<A: MoveArgs>(
+    state: &Knowledge,
+    name: &str,
+    description: &str,
+    to: Status,
+) -> ToolDefinition {
+    lifecycle::<A>(name, description, EffectClass::WritesKnowledge).handler(
+        state.clone(),
+        move |s, a, c| async move {
+            let (entry, why, name) = a.parts();
+            mv(&s, entry, &c, to, Some((why, name)))
+        },
+    )
+}
+
 pub(crate) fn tools(state: &Knowledge) -> Vec<ToolDefinition> {
     let w = EffectClass::WritesKnowledge;
     let r = EffectClass::ReadOnly;
     let mut tools = super::submit::tools(state);
     tools.extend([
-        bind(
-            lifecycle::<ApproveArgs>(
-                "approve_candidate",
-                "Approve a submitted candidate (submitted → approved).",
-                w,
-            ),
+        move_tool::<ApproveArgs>(
             state,
-            |s, a, c| mv(s, &a.entry, c, Status::Approved, Some((&a.note, "note"))),
+            "approve_candidate",
+            "Approve a submitted candidate (submitted → approved).",
+            Status::Approved,
         ),
-        bind(
-            lifecycle::<ReasonArgs>(
-                "reject_candidate",
-                "Reject a candidate with a reason (submitted|approved → rejected).",
-                w,
-            ),
+        move_tool::<ReasonArgs>(
             state,
-            |s, a, c| {
-                mv(
-                    s,
-                    &a.entry,
-                    c,
-                    Status::Rejected,
-                    Some((&a.reason, "reason")),
-                )
-            },
+            "reject_candidate",
+            "Reject a candidate with a reason (submitted|approved → rejected).",
+            Status::Rejected,
         ),
-        bind(
-            lifecycle::<PublishArgs>(
-                "publish_recipe",
-                "Publish an approved candidate as a recipe (approved → published).",
-                w,
-            ),
+        move_tool::<PublishArgs>(
             state,
-            |s, a, c| mv(s, &a.entry, c, Status::Published, Some((&a.note, "note"))),
+            "publish_recipe",
+            "Publish an approved candidate as a recipe (approved → published).",
+            Status::Published,
         ),
-        bind(
-            lifecycle::<ReasonArgs>(
-                "deprecate_recipe",
-                "Deprecate a published recipe with a reason (published → deprecated).",
-                w,
-            ),
+        move_tool::<ReasonArgs>(
             state,
-            |s, a, c| {
-                mv(
-                    s,
-                    &a.entry,
-                    c,
-                    Status::Deprecated,
-                    Some((&a.reason, "reason")),
-                )
-            },
+            "deprecate_recipe",
+            "Deprecate a published recipe with a reason (published → deprecated).",
+            Status::Deprecated,
         ),
         bind(
             lifecycle::<UpdateArgs>(
