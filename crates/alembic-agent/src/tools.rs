@@ -58,8 +58,8 @@ impl AgentTools {
     /// Finishes `builder` with the memory middlewares over `loops` and the
     /// [`WorkingMemorySafety`] around `safety`.
     ///
-    /// The builder's services must hold the same `loops` (as `Arc<LoopDirectory>`): the memory
-    /// tools find their run there.
+    /// `loops` must be the directory the context tools (note_finding…) were registered with, so
+    /// that they find this run; `ProjectRuntime::agent` wires both from one handle.
     pub fn build(
         builder: PipelineBuilder,
         loops: Arc<LoopDirectory>,
@@ -71,15 +71,6 @@ impl AgentTools {
             builder = builder.middleware(m);
         }
         let pipeline = builder.build();
-        let shared = pipeline
-            .services()
-            .get::<LoopDirectory>()
-            .is_some_and(|s| Arc::ptr_eq(&s, &loops));
-        if !shared {
-            return Err(AgentError::Setup(
-                "the pipeline's services do not hold the agent's loop directory; insert the same Arc<LoopDirectory> with Services::builder().insert(..)".into(),
-            ));
-        }
         Ok(AgentTools {
             pipeline,
             loops,

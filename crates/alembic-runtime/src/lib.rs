@@ -20,8 +20,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use alembic_tools::{
-    AuditError, AuditLog, Caller, Pipeline, PresetError, RegistryError, SafetyCheck, Services,
-    ToolOutcome, ToolRegistry,
+    AuditError, AuditLog, Caller, Pipeline, PresetError, RegistryError, SafetyCheck, ToolOutcome,
+    ToolRegistry,
 };
 
 pub use config::{ConfigError, DEFAULT_CONFIG, ProjectConfig};
@@ -113,17 +113,6 @@ impl ProjectServices {
             forge: Arc::new(alembic_forge::tools::ForgeService::for_project(root)),
         })
     }
-
-    /// The same handles as a type map, for handlers that still look their state up.
-    fn as_type_map(&self) -> Services {
-        Services::builder()
-            .insert(Arc::clone(&self.code))
-            .insert(Arc::clone(&self.memory))
-            .insert(Arc::clone(&self.knowledge))
-            .insert(Arc::clone(&self.safety))
-            .insert(Arc::clone(&self.loops))
-            .build()
-    }
 }
 
 /// Registers every built-in tool, each with the service it needs. Each domain crate owns its
@@ -201,7 +190,6 @@ impl ProjectRuntime {
     /// The builder, for callers that add their own middlewares (the agent loop, MCP).
     pub fn pipeline_builder(&self) -> alembic_tools::PipelineBuilder {
         let mut b = Pipeline::builder(Arc::clone(&self.registry), self.root.clone())
-            .services(self.services.as_type_map())
             .safety(Arc::clone(&self.safety));
         if let Some(secs) = self.config.tools.timeout_secs {
             b = b.default_timeout(Duration::from_secs(secs.max(1)));

@@ -1,8 +1,7 @@
-//! What a handler sees besides its arguments: who called, where, shared services, and a way
+//! What a handler sees besides its arguments: who called, where, and a way
 //! to make nested calls that go through the same pipeline.
 
-use std::any::{Any, TypeId};
-use std::collections::HashMap;
+use std::any::Any;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,7 +15,7 @@ use crate::call::{ToolCall, ToolOutcome};
 use crate::events::{EventBus, ToolEvent, ToolEventKind};
 
 /// What a [`ToolContext`] needs from the pipeline that runs its call: where, with which
-/// services and events, and a way to run nested calls through the same pipeline.
+/// events, and a way to run nested calls through the same pipeline.
 ///
 /// Implemented by `Pipeline`. It is a trait so that this module (and the definitions whose
 /// handlers receive a context) sit below the pipeline in the module graph instead of in a
@@ -24,7 +23,6 @@ use crate::events::{EventBus, ToolEvent, ToolEventKind};
 /// (`ToolContext::pipeline`, for the meta tools' registry lookups).
 pub trait CallRunner: Any + Send + Sync {
     fn project_root(&self) -> &Path;
-    fn services(&self) -> &Services;
     fn events(&self) -> &EventBus;
     /// Runs `call` with every gate, middleware and audit record of a top-level call.
     fn run_nested(
@@ -32,61 +30,6 @@ pub trait CallRunner: Any + Send + Sync {
         call: ToolCall,
         cancel: CancellationToken,
     ) -> BoxFuture<'static, ToolOutcome>;
-}
-
-/// Typed, shared services handed to every handler (the reference's DI container).
-///
-/// Built once per pipeline; handlers look up what they need by type.
-#[derive(Clone, Default)]
-pub struct Services {
-    map: Arc<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
-}
-
-impl fmt::Debug for Services {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Services({} entries)", self.map.len())
-    }
-}
-
-impl Services {
-    pub fn builder() -> ServicesBuilder {
-        ServicesBuilder::default()
-    }
-
-    pub fn get<T: Any + Send + Sync>(&self) -> Option<Arc<T>> {
-        self.map
-            .get(&TypeId::of::<T>())
-            .and_then(|s| Arc::clone(s).downcast::<T>().ok())
-    }
-}
-
-/// Collects services before the pipeline is built.
-#[derive(Default)]
-pub struct ServicesBuilder {
-    map: HashMap<TypeId, Arc<dyn Any + Send + Sync>>,
-}
-
-impl fmt::Debug for ServicesBuilder {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "ServicesBuilder({} entries)", self.map.len())
-    }
-}
-
-impl ServicesBuilder {
-    pub fn insert<T: Any + Send + Sync>(mut self, service: Arc<T>) -> Self {
-        self.map.insert(TypeId::of::<T>(), service);
-        self
-    }
-
-    pub fn add<T: Any + Send + Sync>(&mut self, service: Arc<T>) {
-        self.map.insert(TypeId::of::<T>(), service);
-    }
-
-    pub fn build(self) -> Services {
-        Services {
-            map: Arc::new(self.map),
-        }
-    }
 }
 
 /// The context of one tool call.
@@ -98,7 +41,6 @@ pub struct ToolContext {
     pub parent_call_id: Option<String>,
     /// Cancelled when the caller gives up or the call times out; long handlers should poll it.
     pub cancel: CancellationToken,
-    pub services: Services,
     runner: Arc<dyn CallRunner>,
 }
 
@@ -122,7 +64,6 @@ impl ToolContext {
     ) -> Self {
         ToolContext {
             project_root: runner.project_root().to_path_buf(),
-            services: runner.services().clone(),
             caller,
             call_id,
             parent_call_id,
@@ -142,11 +83,6 @@ impl ToolContext {
     pub fn runner_as<T: CallRunner>(&self) -> Option<&T> {
         let runner: &dyn Any = self.runner.as_ref();
         runner.downcast_ref::<T>()
-    }
-
-    /// Looks up a shared service by type.
-    pub fn service<T: Any + Send + Sync>(&self) -> Option<Arc<T>> {
-        self.services.get::<T>()
     }
 
     /// Reports progress of a long call (forwarded to MCP progress notifications and the CLI).

@@ -51,7 +51,7 @@ pub use call::{
     CallResult, Caller, OutcomeStatus, ToolCall, ToolMetadata, ToolOutcome, ToolOutput,
 };
 pub use capability::{Allowlist, PresetCatalog, PresetError};
-pub use context::{CallRunner, Services, ServicesBuilder, ToolContext};
+pub use context::{CallRunner, ToolContext};
 pub use definition::{
     EffectClass, HandlerFuture, ToolDefinition, ToolError, ToolHandler, ToolModule, ToolSchema,
     handler_fn,

@@ -11,7 +11,7 @@ use alembic_context::LoopDirectory;
 use alembic_llm::fake::{FakeServer, RecordedRequest};
 use alembic_llm::{LlmProvider, ProviderKind};
 use alembic_memory::{ManualClock, MemoryConfig, PersistentMemory};
-use alembic_tools::{Pipeline, PresetCatalog, ReadOnlySafety, Services, ToolRegistry};
+use alembic_tools::{Pipeline, PresetCatalog, ReadOnlySafety, ToolRegistry};
 use tokio_util::sync::CancellationToken;
 
 pub const FACT: &str = "The Payment module uses the Coordinator + Repository pattern";
@@ -42,8 +42,7 @@ pub fn agent_tools(root: &std::path::Path, presets: PresetCatalog) -> AgentTools
     let loops = Arc::new(LoopDirectory::default());
     alembic_context::tools::register_tools(&registry, Arc::clone(&loops)).unwrap();
     alembic_tools::meta::register_tools(&registry).unwrap();
-    let services = Services::builder().insert(Arc::clone(&loops)).build();
-    let builder = Pipeline::builder(registry, root).services(services);
+    let builder = Pipeline::builder(registry, root);
     AgentTools::build(builder, loops, Arc::new(ReadOnlySafety), presets).unwrap()
 }
 

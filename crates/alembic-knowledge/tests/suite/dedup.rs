@@ -9,7 +9,7 @@ use alembic_context::middleware::{IsSubmit, SubmitDedup};
 use alembic_context::{LoopDirectory, LoopMemory, MemoryCoordinator, ScopeId};
 use alembic_knowledge::tools::TOOL_NAMES;
 use alembic_tools::{
-    Allowlist, Caller, OutcomeStatus, Pipeline, Services, ToolCall, ToolOutcome, ToolRegistry,
+    Allowlist, Caller, OutcomeStatus, Pipeline, ToolCall, ToolOutcome, ToolRegistry,
 };
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -35,10 +35,8 @@ impl Loop {
             Arc::new(alembic_base::ManualClock::new(1_000)),
         );
         directory.attach("agent:producer", Arc::new(memory));
-        let services = Services::builder().insert(directory.clone()).build();
         let safety = alembic_safety::PolicySafetyCheck::for_root(dir.path()).unwrap();
         let pipeline = Pipeline::builder(registry, dir.path())
-            .services(services)
             .safety(Arc::new(safety))
             .middleware(Arc::new(SubmitDedup(directory)))
             .build();

@@ -8,7 +8,7 @@ use alembic_code::CodeEmbedder;
 use alembic_memory::{EmbedError, Embedder};
 use alembic_runtime::code_embedder::{MemoryCodeEmbedder, code_service, configured_embedder};
 use alembic_runtime::{ProjectConfig, ProjectServices, register_builtin_tools};
-use alembic_tools::{Allowlist, Caller, Pipeline, Services, ToolCall, ToolRegistry};
+use alembic_tools::{Allowlist, Caller, Pipeline, ToolCall, ToolRegistry};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
@@ -73,11 +73,7 @@ fn search(embedder: Option<Arc<ConceptEmbedder>>, query: &str) -> Value {
     services.code = Arc::new(code_service(&root, code_embedder).unwrap());
     let registry = Arc::new(ToolRegistry::new());
     register_builtin_tools(&registry, &services).unwrap();
-    let mut type_map = Services::builder();
-    type_map.add(Arc::clone(&services.code));
-    let pipeline = Pipeline::builder(registry, &root)
-        .services(type_map.build())
-        .build();
+    let pipeline = Pipeline::builder(registry, &root).build();
     let caller = Caller::new("test", Allowlist::only(["semantic_search_code"]));
     let call = ToolCall::new("semantic_search_code", json!({"query": query}), caller);
     let outcome = tokio::runtime::Runtime::new()

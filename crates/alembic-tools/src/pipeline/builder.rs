@@ -1,4 +1,4 @@
-//! Assembling a [`Pipeline`]: services, middlewares, safety check, audit sink, events.
+//! Assembling a [`Pipeline`]: middlewares, safety check, audit sink, events.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use super::{DEFAULT_TIMEOUT, Pipeline};
 use crate::audit::AuditSink;
-use crate::context::Services;
 use crate::events::EventBus;
 use crate::gate::{AllowlistGate, ReadOnlySafety, SafetyCheck, SafetyGate};
 use crate::middleware::Middleware;
@@ -16,7 +15,6 @@ use crate::registry::ToolRegistry;
 pub struct PipelineBuilder {
     registry: Arc<ToolRegistry>,
     project_root: PathBuf,
-    services: Services,
     middlewares: Vec<Arc<dyn Middleware>>,
     safety: Arc<dyn SafetyCheck>,
     audit: Option<Arc<dyn AuditSink>>,
@@ -25,10 +23,6 @@ pub struct PipelineBuilder {
 }
 
 impl PipelineBuilder {
-    pub fn services(mut self, services: Services) -> Self {
-        self.services = services;
-        self
-    }
     pub fn safety(mut self, safety: Arc<dyn SafetyCheck>) -> Self {
         self.safety = safety;
         self
@@ -62,7 +56,6 @@ impl PipelineBuilder {
         Arc::new(Pipeline {
             registry: self.registry,
             project_root: self.project_root,
-            services: self.services,
             middlewares,
             audit: self.audit,
             events: self.events,
@@ -79,7 +72,6 @@ impl Pipeline {
         PipelineBuilder {
             registry,
             project_root: project_root.into(),
-            services: Services::default(),
             middlewares: Vec::new(),
             safety: Arc::new(ReadOnlySafety),
             audit: None,

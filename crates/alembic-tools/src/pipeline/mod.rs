@@ -25,7 +25,7 @@ use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
 use crate::audit::AuditSink;
-use crate::context::{CallRunner, Services, ToolContext};
+use crate::context::{CallRunner, ToolContext};
 use crate::events::EventBus;
 use crate::registry::ToolRegistry;
 
@@ -46,7 +46,6 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 pub struct Pipeline {
     registry: Arc<ToolRegistry>,
     project_root: PathBuf,
-    services: Services,
     middlewares: Vec<Arc<dyn Middleware>>,
     audit: Option<Arc<dyn AuditSink>>,
     events: EventBus,
@@ -69,9 +68,6 @@ impl Pipeline {
     pub fn project_root(&self) -> &Path {
         &self.project_root
     }
-    pub fn services(&self) -> &Services {
-        &self.services
-    }
     pub fn events(&self) -> &EventBus {
         &self.events
     }
@@ -87,9 +83,6 @@ impl Pipeline {
 impl CallRunner for Pipeline {
     fn project_root(&self) -> &Path {
         &self.project_root
-    }
-    fn services(&self) -> &Services {
-        &self.services
     }
     fn events(&self) -> &EventBus {
         &self.events
