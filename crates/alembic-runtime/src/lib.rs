@@ -11,6 +11,20 @@
 //! # let _ = (caller, pipeline);
 //! ```
 
+/// The crates whose types front ends print or pass through. The CLI depends on this crate
+/// (and the MCP server) only; it reaches data types through these paths and never wires a
+/// service itself.
+pub use alembic_agent as agent;
+pub use alembic_base as base;
+pub use alembic_code as code;
+pub use alembic_forge as forge;
+pub use alembic_knowledge as knowledge;
+pub use alembic_llm as llm;
+pub use alembic_memory as memory;
+pub use alembic_safety as safety;
+pub use alembic_store as store;
+pub use alembic_tools as tools;
+
 pub mod code_embedder;
 pub mod config;
 pub mod memory_config;

@@ -1,18 +1,18 @@
 //! `alembic ask "<question>"`: one question to the agent, answered with the project's tools.
 
-use alembic_base::lock;
+use alembic_runtime::base::lock;
 use std::io::Write as _;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use alembic_agent::{
+use alembic_runtime::ProjectRuntime;
+use alembic_runtime::agent::{
     AgentError, AgentEvent, AgentOptions, AgentPreset, AgentRuntime, RunReport, RunRequest,
 };
-use alembic_llm::{
+use alembic_runtime::llm::{
     ConfigError, ConfigOverrides, ProviderKind, build_provider, load_provider_config,
 };
-use alembic_runtime::ProjectRuntime;
 use clap::Args;
 use tokio_util::sync::CancellationToken;
 
@@ -85,7 +85,7 @@ fn usage(e: ConfigError) -> UsageError {
 }
 
 /// Prints streamed text to stdout and tool activity to stderr.
-pub(crate) fn printer(show_text: bool) -> alembic_agent::EventSink {
+pub(crate) fn printer(show_text: bool) -> alembic_runtime::agent::EventSink {
     let at_line_start = Arc::new(Mutex::new(true));
     Arc::new(move |event: &AgentEvent| {
         let mut fresh = lock(&at_line_start);

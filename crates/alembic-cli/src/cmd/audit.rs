@@ -1,6 +1,6 @@
 //! `alembic audit tail|verify`
 
-use alembic_tools::audit::{self, AuditRecord};
+use alembic_runtime::tools::audit::{self, AuditRecord};
 use anyhow::Context;
 use clap::{Args, Subcommand};
 
@@ -43,8 +43,8 @@ pub fn run(cmd: AuditCommand) -> CmdResult {
     }
 }
 
-fn open(project: &ProjectArgs) -> anyhow::Result<alembic_store::rusqlite::Connection> {
-    let path = alembic_store::project_db_path(&project.project);
+fn open(project: &ProjectArgs) -> anyhow::Result<alembic_runtime::store::rusqlite::Connection> {
+    let path = alembic_runtime::store::project_db_path(&project.project);
     if !path.exists() {
         anyhow::bail!(crate::exit::UsageError(format!(
             "no audit log at {} (run a tool first, or alembic init)",

@@ -5,8 +5,8 @@
 
 use std::io::{BufRead as _, Write as _};
 
-use alembic_agent::{AgentPreset, AgentRuntime, RunRequest};
-use alembic_memory::{ListFilter, RetrieveOptions};
+use alembic_runtime::agent::{AgentPreset, AgentRuntime, RunRequest};
+use alembic_runtime::memory::{ListFilter, RetrieveOptions};
 use clap::Args;
 
 use super::ask::{ModelArgs, ask_once, open_agent, print_answer, printer};

@@ -10,15 +10,15 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use alembic_forge::generate::{
+use alembic_runtime::ProjectRuntime;
+use alembic_runtime::forge::generate::{
     GenerateRequest, generate_enabled_here, generate_verified, pipeline_bridge,
 };
-use alembic_forge::reuse::{ForgeRequest, alias_name, best_reuse, find_reuse};
-use alembic_forge::sandbox::SandboxLimits;
-use alembic_forge::store::{Lifetime, SavedTool, ToolStore};
-use alembic_forge::{AliasSpec, Clock, CompositionSpec, LlmCodeGenerator, SystemClock};
-use alembic_runtime::ProjectRuntime;
-use alembic_tools::Allowlist;
+use alembic_runtime::forge::reuse::{ForgeRequest, alias_name, best_reuse, find_reuse};
+use alembic_runtime::forge::sandbox::SandboxLimits;
+use alembic_runtime::forge::store::{Lifetime, SavedTool, ToolStore};
+use alembic_runtime::forge::{AliasSpec, Clock, CompositionSpec, LlmCodeGenerator, SystemClock};
+use alembic_runtime::tools::Allowlist;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
@@ -202,9 +202,10 @@ fn create(args: CreateArgs) -> CmdResult {
                 rt.registry.unregister(&name);
             }
             None => {
-                return Err(
-                    UsageError(alembic_forge::ForgeError::NameTaken { name }.to_string()).into(),
-                );
+                return Err(UsageError(
+                    alembic_runtime::forge::ForgeError::NameTaken { name }.to_string(),
+                )
+                .into());
             }
         }
     }
@@ -257,7 +258,7 @@ fn reuse(args: ReuseArgs) -> CmdResult {
         // Nothing to pre-fill: the existing tool is the answer as it is.
     } else if rt.registry.contains(&alias.name) && store.find(&alias.name, now_ms()).is_none() {
         return Err(UsageError(
-            alembic_forge::ForgeError::NameTaken { name: alias.name }.to_string(),
+            alembic_runtime::forge::ForgeError::NameTaken { name: alias.name }.to_string(),
         )
         .into());
     } else if args.save {
@@ -290,12 +291,17 @@ fn reuse(args: ReuseArgs) -> CmdResult {
 fn generate(args: GenerateArgs) -> CmdResult {
     let rt = ProjectRuntime::open(&args.project.project)?;
     if !generate_enabled_here(rt.config.section("forge")) {
-        eprintln!("error: {}", alembic_forge::ForgeError::GenerateDisabled);
+        eprintln!(
+            "error: {}",
+            alembic_runtime::forge::ForgeError::GenerateDisabled
+        );
         return Ok(Exit::Refused);
     }
-    let config = alembic_llm::load_provider_config(&alembic_llm::ConfigOverrides::default())
-        .map_err(|e| UsageError(e.to_string()))?;
-    let provider = alembic_llm::build_provider(config)?;
+    let config = alembic_runtime::llm::load_provider_config(
+        &alembic_runtime::llm::ConfigOverrides::default(),
+    )
+    .map_err(|e| UsageError(e.to_string()))?;
+    let provider = alembic_runtime::llm::build_provider(config)?;
     let generator = LlmCodeGenerator::new(provider);
     let caller = rt
         .caller("forge", Some("all"))
@@ -319,7 +325,7 @@ fn generate(args: GenerateArgs) -> CmdResult {
     let (tool, results) = result?;
     if rt.registry.contains(&tool.name) {
         return Err(UsageError(
-            alembic_forge::ForgeError::NameTaken { name: tool.name }.to_string(),
+            alembic_runtime::forge::ForgeError::NameTaken { name: tool.name }.to_string(),
         )
         .into());
     }

@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-use alembic_code::{CodeIndex, Progress};
+use alembic_runtime::code::{CodeIndex, Progress};
 use anyhow::Context;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};

@@ -25,7 +25,7 @@ pub fn run(args: InitArgs) -> CmdResult {
             root.display()
         )));
     }
-    let dir = root.join(alembic_store::STATE_DIR);
+    let dir = root.join(alembic_runtime::store::STATE_DIR);
     fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let config = alembic_runtime::ProjectConfig::path_for(root);
     if config.exists() && !args.force {
@@ -43,7 +43,7 @@ pub fn run(args: InitArgs) -> CmdResult {
     if !ignore.exists() {
         fs::write(&ignore, "*\n").with_context(|| format!("cannot write {}", ignore.display()))?;
     }
-    alembic_store::open_project(root).context("cannot create the project database")?;
+    alembic_runtime::store::open_project(root).context("cannot create the project database")?;
     println!("initialised {}", dir.display());
     Ok(Exit::Ok)
 }

@@ -7,8 +7,8 @@
 //! policy-checked and audited like an agent's call, and recorded with `cli` as who and the
 //! given reason. Reads use the runtime's knowledge service directly.
 
-use alembic_knowledge::{Entry, Filter, Kind, KnowledgeError, KnowledgeStore, Status};
 use alembic_runtime::ProjectRuntime;
+use alembic_runtime::knowledge::{Entry, Filter, Kind, KnowledgeError, KnowledgeStore, Status};
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
@@ -115,7 +115,7 @@ fn read<T>(
     project: &ProjectArgs,
     f: impl FnOnce(&mut KnowledgeStore) -> Result<T, KnowledgeError>,
 ) -> anyhow::Result<Result<T, KnowledgeError>> {
-    if !alembic_store::project_db_path(&project.project).exists() {
+    if !alembic_runtime::store::project_db_path(&project.project).exists() {
         let mut empty = KnowledgeStore::open_in_memory()?;
         return Ok(f(&mut empty));
     }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use alembic_runtime::ProjectRuntime;
-use alembic_safety::{Access, CommandVerdict, PathError, SafetyServices};
+use alembic_runtime::safety::{Access, CommandVerdict, PathError, SafetyServices};
 use clap::{Args, Subcommand};
 use serde_json::json;
 

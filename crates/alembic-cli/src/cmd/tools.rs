@@ -1,7 +1,7 @@
 //! `alembic tools list|schema|call`
 
 use alembic_runtime::ProjectRuntime;
-use alembic_tools::{Allowlist, ToolCall, ToolDefinition};
+use alembic_runtime::tools::{Allowlist, ToolCall, ToolDefinition};
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};

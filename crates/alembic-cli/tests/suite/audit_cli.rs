@@ -67,8 +67,10 @@ fn assert_tamper_breaks_record_2(tamper: &str) {
             .assert()
             .success();
     }
-    let conn =
-        alembic_store::rusqlite::Connection::open(alembic_store::project_db_path(p)).unwrap();
+    let conn = alembic_runtime::store::rusqlite::Connection::open(
+        alembic_runtime::store::project_db_path(p),
+    )
+    .unwrap();
     assert_eq!(conn.execute(tamper, []).unwrap(), 1);
     drop(conn);
     alembic(p)

@@ -12,9 +12,9 @@ mod write;
 use std::io::Write;
 use std::path::PathBuf;
 
-use alembic_memory::tools::MemoryService;
-use alembic_memory::{ListFilter, Memory, RetrieveOptions, Scope, ScoredMemory};
 use alembic_runtime::ProjectRuntime;
+use alembic_runtime::memory::tools::MemoryService;
+use alembic_runtime::memory::{ListFilter, Memory, RetrieveOptions, Scope, ScoredMemory};
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use serde_json::json;
@@ -165,9 +165,11 @@ pub fn run(cmd: MemoryCommand) -> CmdResult {
     }
 }
 
-fn usage<T: std::str::FromStr<Err = alembic_memory::MemoryError>>(text: &str) -> anyhow::Result<T> {
+fn usage<T: std::str::FromStr<Err = alembic_runtime::memory::MemoryError>>(
+    text: &str,
+) -> anyhow::Result<T> {
     text.parse()
-        .map_err(|e: alembic_memory::MemoryError| UsageError(e.to_string()).into())
+        .map_err(|e: alembic_runtime::memory::MemoryError| UsageError(e.to_string()).into())
 }
 
 /// The project's runtime: `open` (with the audit log) for changes, inspect-only for reads.
@@ -188,7 +190,9 @@ fn runtime(project: &ProjectArgs, writes: bool) -> anyhow::Result<ProjectRuntime
 /// Runs a read-only `f` on the project's memory service (the embedder is not built).
 fn read<T>(
     project: &ProjectArgs,
-    f: impl FnOnce(&alembic_memory::PersistentMemory) -> Result<T, alembic_memory::MemoryError>,
+    f: impl FnOnce(
+        &alembic_runtime::memory::PersistentMemory,
+    ) -> Result<T, alembic_runtime::memory::MemoryError>,
 ) -> anyhow::Result<T> {
     let rt = runtime(project, false)?;
     let memory: &MemoryService = &rt.services().memory;

@@ -6,9 +6,11 @@
 
 use std::io::BufRead;
 
-use alembic_memory::{ConsolidateStats, Memory, MemorySource, MemoryType, NewMemory, Outcome};
 use alembic_runtime::ProjectRuntime;
-use alembic_tools::{OutcomeStatus, ToolOutput};
+use alembic_runtime::memory::{
+    ConsolidateStats, Memory, MemorySource, MemoryType, NewMemory, Outcome,
+};
+use alembic_runtime::tools::{OutcomeStatus, ToolOutput};
 use anyhow::Context;
 use serde_json::{Value, json};
 
@@ -48,7 +50,7 @@ pub(super) fn add(a: AddArgs) -> CmdResult {
     let input = NewMemory {
         kind: usage::<MemoryType>(&a.kind)?,
         source: usage::<MemorySource>(&a.source)?,
-        scope: usage::<alembic_memory::Scope>(&a.scope)?,
+        scope: usage::<alembic_runtime::memory::Scope>(&a.scope)?,
         content: a.text,
         importance: a.importance,
         ttl_days: a.ttl_days,
