@@ -10,13 +10,19 @@
 //! use alembic_tools::*;
 //! use serde_json::json;
 //!
+//! /// Arguments of `echo_text`: the schema is derived from this struct.
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! struct EchoArgs {
+//!     /// the text to echo
+//!     text: String,
+//! }
+//!
 //! let registry = Arc::new(ToolRegistry::new());
-//! registry.register(ToolDefinition::new(
-//!     "echo_text", "Echo the text back.",
-//!     json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
-//!     ToolModule::Composite, EffectClass::ReadOnly,
-//!     handler_fn(|args, _ctx| async move { Ok(ToolOutput::new(args.clone(), args["text"].as_str().unwrap_or("").to_string())) }),
-//! )).unwrap();
+//! let tool = ToolDefinition::typed::<EchoArgs>(
+//!     "echo_text", "Echo the text back.", ToolModule::Composite, EffectClass::ReadOnly,
+//! )
+//! .handler((), |(), args, _ctx| async move { Ok(ToolOutput::new(json!({}), args.text)) });
+//! registry.register(tool).unwrap();
 //! let pipeline = Pipeline::builder(registry, ".").build();
 //! let rt = tokio::runtime::Runtime::new().unwrap();
 //! let caller = Caller::new("doc", Allowlist::only(["echo_text"]));
