@@ -2,6 +2,7 @@
 
 mod cmd;
 mod exit;
+mod tool_call;
 
 use std::path::PathBuf;
 

@@ -332,21 +332,8 @@ fn mv(a: MoveArgs, to: Status) -> CmdResult {
         return Ok(exit);
     }
     let (tool, args) = move_call(to, &a.id, a.reason.as_deref());
-    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-    let outcome = runtime.block_on(rt.call_as_cli(tool, args));
-    rt.flush_audit()?;
-    if !outcome.is_ok() {
-        let rule = outcome
-            .rule
-            .as_deref()
-            .map(|r| format!(", rule {r}"))
-            .unwrap_or_default();
-        eprintln!(
-            "error ({}{rule}): {}",
-            outcome.status.as_str(),
-            outcome.error.as_deref().unwrap_or("no detail")
-        );
-        return Ok(Exit::from_code(outcome.status.exit_code()));
+    if let Err(exit) = crate::tool_call::call_as_cli(&rt, tool, args)? {
+        return Ok(exit);
     }
     let entry = read_with(&rt, |kb| kb.get(&a.id))??;
     if a.out.json {

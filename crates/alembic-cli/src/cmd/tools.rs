@@ -141,16 +141,7 @@ fn call(args: CallArgs) -> CmdResult {
     } else if outcome.is_ok() {
         println!("{}", outcome.text_for_model());
     } else {
-        let rule = outcome
-            .rule
-            .as_deref()
-            .map(|r| format!(", rule {r}"))
-            .unwrap_or_default();
-        eprintln!(
-            "error ({}{rule}): {}",
-            outcome.status.as_str(),
-            outcome.error.as_deref().unwrap_or("no detail")
-        );
+        crate::tool_call::print_failure(&outcome);
     }
     Ok(Exit::from_code(outcome.status.exit_code()))
 }

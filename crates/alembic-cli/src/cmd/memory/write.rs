@@ -10,7 +10,7 @@ use alembic_runtime::ProjectRuntime;
 use alembic_runtime::memory::{
     ConsolidateStats, Memory, MemorySource, MemoryType, NewMemory, Outcome,
 };
-use alembic_runtime::tools::{OutcomeStatus, ToolOutput};
+use alembic_runtime::tools::ToolOutput;
 use anyhow::Context;
 use serde_json::{Value, json};
 
@@ -18,32 +18,9 @@ use super::{AddArgs, IdArgs, ImportArgs, JsonArgs, no_such_memory, runtime, usag
 use crate::CmdResult;
 use crate::exit::{Exit, UsageError};
 
-/// Calls `tool` as caller `cli` and waits for its audit record. A refusal or failure is
-/// printed as `tools call` prints it and comes back as the exit code to end with.
+/// Calls `tool` as caller `cli` (see [`crate::tool_call::call_as_cli`]).
 fn call(rt: &ProjectRuntime, tool: &str, args: Value) -> anyhow::Result<Result<ToolOutput, Exit>> {
-    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-    let outcome = runtime.block_on(rt.call_as_cli(tool, args));
-    rt.flush_audit()?;
-    let exit = match outcome.status {
-        OutcomeStatus::Ok => match outcome.output {
-            Some(output) => return Ok(Ok(output)),
-            None => Exit::ToolError,
-        },
-        OutcomeStatus::InvalidArguments | OutcomeStatus::UnknownTool => Exit::Usage,
-        OutcomeStatus::Blocked => Exit::Refused,
-        _ => Exit::ToolError,
-    };
-    let rule = outcome
-        .rule
-        .as_deref()
-        .map(|r| format!(", rule {r}"))
-        .unwrap_or_default();
-    eprintln!(
-        "error ({}{rule}): {}",
-        outcome.status.as_str(),
-        outcome.error.as_deref().unwrap_or("no output")
-    );
-    Ok(Err(exit))
+    crate::tool_call::call_as_cli(rt, tool, args)
 }
 
 pub(super) fn add(a: AddArgs) -> CmdResult {
