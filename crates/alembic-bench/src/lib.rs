@@ -4,6 +4,8 @@
 //! - [`locomo`]: LoCoMo turn retrieval for persistent memory (hit@k, MRR, nDCG, latency).
 //! - [`memory_scale`]: retrieval latency at 500 and 100,000 memories, add+consolidate throughput.
 //! - [`mcp`]: `alembic mcp` spawn-to-first-`tools/list` time and cheap-call throughput.
+//! - [`bootstrap`]: deterministic `alembic bootstrap` wall time and peak RSS on this repository
+//!   and on a ~1,000-file tree from the local cargo registry.
 //! - [`durability`]: the writer process used by the multi-process durability test.
 //!
 //! ```no_run
@@ -13,6 +15,7 @@
 //! println!("{}", alembic_bench::locomo::render(&report));
 //! ```
 
+pub mod bootstrap;
 pub mod durability;
 pub mod locomo;
 pub mod mcp;

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use alembic_bench::{durability, locomo, mcp, memory_scale};
+use alembic_bench::{bootstrap, durability, locomo, mcp, memory_scale};
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
@@ -61,6 +61,21 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Deterministic `alembic bootstrap`: wall time and peak RSS on this repository and on a
+    /// ~1,000-file tree from the local cargo registry (copied to a temp dir first).
+    Bootstrap {
+        /// The repository to measure (default: the current directory).
+        #[arg(long, default_value = ".")]
+        repo: PathBuf,
+        /// Source files the registry tree should have.
+        #[arg(long, default_value_t = 1000)]
+        files: usize,
+        /// The alembic binary (default: next to this one).
+        #[arg(long)]
+        alembic: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Writer process of the durability test (prints `ack <id>` per committed write).
     #[command(hide = true)]
     DurabilityWriter {
@@ -101,6 +116,19 @@ fn main() -> Result<()> {
             };
             let report = mcp::run(&alembic, &project, spawns, calls)?;
             print(json, &report, mcp::render(&report))
+        }
+        Command::Bootstrap {
+            repo,
+            files,
+            alembic,
+            json,
+        } => {
+            let alembic = match alembic {
+                Some(p) => p,
+                None => std::env::current_exe()?.with_file_name("alembic"),
+            };
+            let report = bootstrap::run(&alembic, &repo, files)?;
+            print(json, &report, bootstrap::render(&report))
         }
         Command::DurabilityWriter {
             db,

@@ -62,6 +62,8 @@ enum Command {
     /// Knowledge base: list, show, search, stats; review candidates (approve, reject, publish, deprecate)
     #[command(subcommand)]
     Knowledge(cmd::knowledge::KnowledgeCommand),
+    /// Cold-start analysis of a project into knowledge candidates and memories (no API key needed)
+    Bootstrap(cmd::bootstrap::BootstrapArgs),
 }
 
 fn main() {
@@ -79,6 +81,7 @@ fn main() {
         Command::Chat(a) => cmd::chat::run(a),
         Command::Forge(c) => cmd::forge::run(c),
         Command::Knowledge(c) => cmd::knowledge::run(c),
+        Command::Bootstrap(a) => cmd::bootstrap::run(a),
     };
     std::process::exit(exit::report(result));
 }

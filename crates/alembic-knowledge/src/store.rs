@@ -118,21 +118,42 @@ impl KnowledgeStore {
         quality: Option<f64>,
     ) -> Result<Entry, KnowledgeError> {
         let now = self.now();
-        let id = format!("k-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        if let Some((existing_id, st)) = live_title(&tx, &normalise_title(&new.title), None)? {
+        let id = Self::create_in_transaction(&tx, new, status, by, quality, now)?;
+        tx.commit()?;
+        self.get(&id)
+    }
+
+    /// [`KnowledgeStore::create`] on `conn`, which must be inside a transaction the caller
+    /// commits (and migrated with [`KnowledgeStore::migrate`]): for writers whose entries must
+    /// commit together with rows of their own (bootstrap checkpoints). Returns the new id.
+    pub fn create_in_transaction(
+        conn: &Connection,
+        new: &NewEntry,
+        status: Status,
+        by: &str,
+        quality: Option<f64>,
+        now: i64,
+    ) -> Result<String, KnowledgeError> {
+        let id = format!("k-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+        if let Some((existing_id, st)) = live_title(conn, &normalise_title(&new.title), None)? {
             return Err(KnowledgeError::DuplicateTitle {
                 title: new.title.clone(),
                 existing_id,
                 status: st,
             });
         }
-        insert_entry(&tx, &id, new, status, by, quality, now)?;
-        insert_history(&tx, &id, None, status, now, by, None)?;
-        tx.commit()?;
-        self.get(&id)
+        insert_entry(conn, &id, new, status, by, quality, now)?;
+        insert_history(conn, &id, None, status, now, by, None)?;
+        Ok(id)
+    }
+
+    /// Brings the knowledge schema of `conn` up to date (before a shared transaction).
+    pub fn migrate(conn: &mut Connection) -> Result<(), KnowledgeError> {
+        alembic_store::migrate(conn, COMPONENT, MIGRATIONS)?;
+        Ok(())
     }
 
     /// The entry with `id`.

@@ -38,6 +38,7 @@ mod retriever;
 mod rows;
 mod schema;
 mod service;
+pub mod shared_tx;
 mod store;
 pub mod text;
 pub mod tools;

@@ -72,6 +72,38 @@ impl std::fmt::Debug for PersistentMemory {
     }
 }
 
+/// Checks and normalises an input into a new memory row (not yet stored).
+pub(crate) fn prepare_memory(
+    config: &MemoryConfig,
+    input: &NewMemory,
+    now: i64,
+) -> Result<Memory, MemoryError> {
+    input.check(config.max_content_chars)?;
+    let content = input.content.trim().to_string();
+    let valid_from = input.valid_from.unwrap_or(now);
+    Ok(Memory {
+        id: new_id(),
+        scope: input.scope,
+        kind: input.kind,
+        content,
+        source: input.source,
+        importance: input.importance,
+        access_count: 0,
+        last_accessed: now,
+        created: valid_from.min(now),
+        updated: valid_from.min(now),
+        expires_at: input.ttl_days.map(|d| now + (d * DAY_MS as f64) as i64),
+        source_dimension: input.source_dimension.clone(),
+        provenance: input.provenance.clone(),
+        context: input.context.clone(),
+        archived_at: None,
+        valid_from,
+        valid_to: None,
+        superseded_by: None,
+        tags: input.tags.clone(),
+    })
+}
+
 fn new_id() -> String {
     let hex = uuid::Uuid::new_v4().simple().to_string();
     format!("smem_{}", &hex[..12])
@@ -147,30 +179,7 @@ impl PersistentMemory {
 
     /// Checks and normalises an input into a new memory row (not yet stored).
     pub(crate) fn prepare(&self, input: &NewMemory, now: i64) -> Result<Memory, MemoryError> {
-        input.check(self.config.max_content_chars)?;
-        let content = input.content.trim().to_string();
-        let valid_from = input.valid_from.unwrap_or(now);
-        Ok(Memory {
-            id: new_id(),
-            scope: input.scope,
-            kind: input.kind,
-            content,
-            source: input.source,
-            importance: input.importance,
-            access_count: 0,
-            last_accessed: now,
-            created: valid_from.min(now),
-            updated: valid_from.min(now),
-            expires_at: input.ttl_days.map(|d| now + (d * DAY_MS as f64) as i64),
-            source_dimension: input.source_dimension.clone(),
-            provenance: input.provenance.clone(),
-            context: input.context.clone(),
-            archived_at: None,
-            valid_from,
-            valid_to: None,
-            superseded_by: None,
-            tags: input.tags.clone(),
-        })
+        prepare_memory(&self.config, input, now)
     }
 
     /// Embeds texts when an embedder is configured; a failing embedder yields `None` so the

@@ -56,6 +56,15 @@ pub const DEFAULT_CONFIG: &str = r#"# Alembic project configuration. Every setti
 # ALEMBIC_ENABLE_FORGE_GENERATE=true). Off by default; reuse and compose are always available.
 # generate = false
 
+[bootstrap]
+# Dimensions `alembic bootstrap` leaves out (ids as listed by the summary table).
+# disable = ["ui-interaction"]
+# Override fields of a built-in dimension, or add one (a new dimension needs label,
+# extraction_guide, allowed_knowledge_types and tier_hint 1..3):
+# [[bootstrap.dimension]]
+# id = "architecture"
+# tier_hint = 1
+
 # Override or add capabilities and presets:
 # [capabilities.my_review]
 # description = "review changes"
@@ -91,6 +100,8 @@ pub struct ProjectConfig {
     pub path: Option<PathBuf>,
     pub tools: ToolsSection,
     pub presets: PresetCatalog,
+    /// `[bootstrap]`: dimensions to disable, override or add.
+    pub bootstrap: alembic_bootstrap::BootstrapConfig,
     pub raw: toml::Table,
 }
 
@@ -130,6 +141,15 @@ impl ProjectConfig {
                 .map_err(|e: toml::de::Error| invalid(format!("[tools]: {e}")))?,
             None => ToolsSection::default(),
         };
+        let bootstrap: alembic_bootstrap::BootstrapConfig = match raw.get("bootstrap") {
+            Some(v) => v
+                .clone()
+                .try_into()
+                .map_err(|e: toml::de::Error| invalid(format!("[bootstrap]: {e}")))?,
+            None => Default::default(),
+        };
+        alembic_bootstrap::dimensions::catalogue(&bootstrap)
+            .map_err(|e| invalid(format!("[bootstrap]: {e}")))?;
         let mut presets = PresetCatalog::builtin();
         let mut overrides = toml::Table::new();
         for key in ["presets", "capabilities"] {
@@ -147,6 +167,7 @@ impl ProjectConfig {
             path,
             tools,
             presets,
+            bootstrap,
             raw,
         })
     }
@@ -188,6 +209,35 @@ mod tests {
                 .unwrap()
                 .allows("read_project_file")
         );
+    }
+
+    #[test]
+    fn bootstrap_section_overrides_dimensions_and_bad_ones_are_refused() {
+        let c = ProjectConfig::parse(
+            "[bootstrap]\ndisable = [\"ui-interaction\"]\n[[bootstrap.dimension]]\nid = \"architecture\"\ntier_hint = 2\n",
+            None,
+        )
+        .unwrap();
+        assert_eq!(c.bootstrap.disable, ["ui-interaction"]);
+        let dims = alembic_bootstrap::dimensions::catalogue(&c.bootstrap).unwrap();
+        assert_eq!(
+            dims.iter()
+                .find(|d| d.id == "architecture")
+                .unwrap()
+                .tier_hint,
+            2
+        );
+        let err = ProjectConfig::parse("[bootstrap]\ndisable = [\"nope\"]\n", None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("[bootstrap]: unknown dimension \"nope\""),
+            "{err}"
+        );
+        let err = ProjectConfig::parse("[bootstrap]\nskip = 1\n", None)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("[bootstrap]: unknown field `skip`"), "{err}");
     }
 
     #[test]

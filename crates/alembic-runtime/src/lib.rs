@@ -16,6 +16,7 @@
 /// service itself.
 pub use alembic_agent as agent;
 pub use alembic_base as base;
+pub use alembic_bootstrap as bootstrap;
 pub use alembic_code as code;
 pub use alembic_forge as forge;
 pub use alembic_knowledge as knowledge;
@@ -97,6 +98,9 @@ pub struct ProjectServices {
     pub loops: Arc<alembic_context::LoopDirectory>,
     /// Forged tools under `.alembic/tools/` and skills under `.alembic/skills/`.
     pub forge: Arc<alembic_forge::tools::ForgeService>,
+    /// Cold-start analysis (`bootstrap_knowledge`, `alembic bootstrap`) over the code service,
+    /// with the `[memory]` settings and the `[bootstrap]` dimensions of the config.
+    pub bootstrap: Arc<alembic_bootstrap::Bootstrap>,
 }
 
 impl std::fmt::Debug for ProjectServices {
@@ -112,8 +116,15 @@ impl ProjectServices {
         let code_embedder = code_embedder::configured_embedder(config)?;
         let memory = memory_config::memory_settings(config)?;
         let memory_embedder = memory_config::memory_embedder(memory.embedder)?;
+        let code = Arc::new(code_embedder::code_service(root, code_embedder)?);
+        let bootstrap = Arc::new(alembic_bootstrap::Bootstrap::new(
+            root,
+            Arc::clone(&code),
+            memory.memory.clone(),
+            config.bootstrap.clone(),
+        ));
         Ok(ProjectServices {
-            code: Arc::new(code_embedder::code_service(root, code_embedder)?),
+            code,
             memory: Arc::new(
                 alembic_memory::tools::MemoryService::for_project(root, memory.memory)
                     .with_embedder_config(memory_embedder),
@@ -125,6 +136,7 @@ impl ProjectServices {
             ),
             loops: Arc::new(alembic_context::LoopDirectory::default()),
             forge: Arc::new(alembic_forge::tools::ForgeService::for_project(root)),
+            bootstrap,
         })
     }
 }
@@ -146,6 +158,7 @@ pub fn register_builtin_tools(
         Arc::clone(&services.safety),
     )?;
     alembic_forge::tools::register_tools(registry, Arc::clone(&services.forge))?;
+    alembic_bootstrap::register_tools(registry, Arc::clone(&services.bootstrap))?;
     Ok(())
 }
 

@@ -2,6 +2,7 @@
 
 pub mod ask;
 pub mod audit;
+pub mod bootstrap;
 pub mod chat;
 pub mod forge;
 pub mod index;

@@ -1,5 +1,6 @@
 mod agent_cli;
 mod audit_cli;
+mod bootstrap_cli;
 mod forge_cli;
 mod index_cli;
 mod knowledge_cli;

@@ -1,0 +1,312 @@
+//! Runs and per-dimension checkpoints in the project database. A dimension's candidates, its
+//! memory and its checkpoint row commit in ONE immediate SQLite transaction, so a run killed
+//! at any moment leaves each dimension either wholly written or not at all, and `--resume`
+//! continues after the last committed dimension.
+
+use std::path::Path;
+
+use alembic_context::DimensionReport;
+use alembic_knowledge::{KnowledgeStore, NewEntry, Status};
+use alembic_memory::{MemoryConfig, MemorySource, MemoryType, NewMemory};
+use alembic_store::rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use alembic_store::{Migration, migrate};
+use serde::{Deserialize, Serialize};
+
+use crate::error::BootstrapError;
+use crate::extract::Finding;
+use crate::facts::Evidence;
+
+/// Who creates bootstrap candidates (the knowledge base's `created_by`).
+pub const BOOTSTRAP_SOURCE: &str = "bootstrap";
+
+const COMPONENT: &str = "bootstrap";
+
+const MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    sql: "create table bootstrap_runs (
+              run_id text primary key,
+              started_at integer not null,
+              finished_at integer,
+              dimensions text not null
+          );
+          create table bootstrap_dimensions (
+              run_id text not null references bootstrap_runs (run_id),
+              dimension_id text not null,
+              tier integer not null,
+              completed_at integer not null,
+              fingerprint text not null,
+              evidence_files text not null,
+              candidates text not null,
+              memories integer not null,
+              report text not null,
+              primary key (run_id, dimension_id)
+          );",
+}];
+
+/// A candidate written by a dimension (the `candidates` entries of the JSON summary).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CandidateRecord {
+    pub id: String,
+    pub title: String,
+    pub dimension: String,
+    pub knowledge_type: String,
+    pub evidence: Vec<Evidence>,
+}
+
+/// A committed dimension of a run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompletedDimension {
+    pub dimension_id: String,
+    pub tier: u8,
+    pub candidates: Vec<CandidateRecord>,
+    pub memories: usize,
+    pub report: DimensionReport,
+}
+
+/// What one dimension writes.
+#[derive(Debug, Clone)]
+pub struct DimensionWrite<'a> {
+    pub run_id: &'a str,
+    pub dimension_id: &'a str,
+    pub tier: u8,
+    pub findings: &'a [Finding],
+    pub memory: Option<NewMemory>,
+    pub fingerprint: &'a str,
+    pub evidence_files: &'a [String],
+    pub report: &'a DimensionReport,
+    pub now: i64,
+}
+
+/// The bootstrap tables on their own connection to the project database.
+pub struct CheckpointStore {
+    conn: Connection,
+    memory: MemoryConfig,
+}
+
+impl std::fmt::Debug for CheckpointStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CheckpointStore").finish_non_exhaustive()
+    }
+}
+
+fn sql<T>(r: alembic_store::rusqlite::Result<T>) -> Result<T, BootstrapError> {
+    r.map_err(BootstrapError::Sqlite)
+}
+
+impl CheckpointStore {
+    /// Opens `.alembic/alembic.db` of `root`, migrating knowledge, memory and bootstrap.
+    pub fn open(root: &Path, memory: MemoryConfig) -> Result<Self, BootstrapError> {
+        Self::from_connection(alembic_store::open_project(root)?, memory)
+    }
+
+    pub fn from_connection(
+        mut conn: Connection,
+        memory: MemoryConfig,
+    ) -> Result<Self, BootstrapError> {
+        KnowledgeStore::migrate(&mut conn)?;
+        alembic_memory::shared_tx::migrate(&mut conn)?;
+        migrate(&mut conn, COMPONENT, MIGRATIONS)?;
+        Ok(CheckpointStore { conn, memory })
+    }
+
+    /// Records a new run over `dimensions`; returns its id.
+    pub fn start_run(&self, dimensions: &[String], now: i64) -> Result<String, BootstrapError> {
+        let run_id = format!("run-{now}-{}", std::process::id());
+        sql(self.conn.execute(
+            "insert into bootstrap_runs (run_id, started_at, dimensions) values (?1, ?2, ?3)",
+            params![run_id, now, serde_json::to_string(dimensions)?],
+        ))?;
+        Ok(run_id)
+    }
+
+    /// The latest run that did not finish, with its planned dimensions.
+    pub fn unfinished_run(&self) -> Result<Option<(String, Vec<String>)>, BootstrapError> {
+        let row: Option<(String, String)> = sql(self
+            .conn
+            .query_row(
+                "select run_id, dimensions from bootstrap_runs where finished_at is null
+                 order by started_at desc, rowid desc limit 1",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional())?;
+        row.map(|(id, dims)| Ok((id, serde_json::from_str(&dims)?)))
+            .transpose()
+    }
+
+    pub fn finish_run(&self, run_id: &str, now: i64) -> Result<(), BootstrapError> {
+        sql(self.conn.execute(
+            "update bootstrap_runs set finished_at = ?2 where run_id = ?1",
+            params![run_id, now],
+        ))?;
+        Ok(())
+    }
+
+    /// The dimensions `run_id` committed, in commit order.
+    pub fn completed(&self, run_id: &str) -> Result<Vec<CompletedDimension>, BootstrapError> {
+        let mut stmt = sql(self.conn.prepare(
+            "select dimension_id, tier, candidates, memories, report from bootstrap_dimensions
+             where run_id = ?1 order by completed_at, rowid",
+        ))?;
+        let rows: Vec<(String, u8, String, i64, String)> = sql(stmt
+            .query_map(params![run_id], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            })
+            .and_then(|rows| rows.collect()))?;
+        rows.into_iter()
+            .map(|(dimension_id, tier, cands, memories, report)| {
+                Ok(CompletedDimension {
+                    dimension_id,
+                    tier,
+                    candidates: serde_json::from_str(&cands)?,
+                    memories: usize::try_from(memories).unwrap_or(0),
+                    report: serde_json::from_str(&report)?,
+                })
+            })
+            .collect()
+    }
+
+    /// Fingerprint and evidence files of the latest committed analysis of `dimension_id`.
+    pub fn last_fingerprint(
+        &self,
+        dimension_id: &str,
+    ) -> Result<Option<(String, Vec<String>)>, BootstrapError> {
+        let row: Option<(String, String)> = sql(self
+            .conn
+            .query_row(
+                "select fingerprint, evidence_files from bootstrap_dimensions
+                 where dimension_id = ?1 order by completed_at desc, rowid desc limit 1",
+                params![dimension_id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional())?;
+        row.map(|(f, files)| Ok((f, serde_json::from_str(&files)?)))
+            .transpose()
+    }
+
+    /// Writes a dimension's new candidates (status submitted, created by bootstrap), its
+    /// memory and its checkpoint row in one immediate transaction. A finding whose title a
+    /// live entry already has is not written again.
+    pub fn commit_dimension(
+        &mut self,
+        w: &DimensionWrite<'_>,
+    ) -> Result<CompletedDimension, BootstrapError> {
+        let tx = sql(self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate))?;
+        let mut candidates = Vec::new();
+        for f in w.findings {
+            if title_exists(&tx, &f.title)? {
+                continue;
+            }
+            let entry = new_entry(w.dimension_id, f);
+            let id = KnowledgeStore::create_in_transaction(
+                &tx,
+                &entry,
+                Status::Submitted,
+                BOOTSTRAP_SOURCE,
+                None,
+                w.now,
+            )?;
+            candidates.push(CandidateRecord {
+                id,
+                title: f.title.clone(),
+                dimension: w.dimension_id.to_string(),
+                knowledge_type: f.knowledge_type.clone(),
+                evidence: f.evidence.clone(),
+            });
+        }
+        let memories = match &w.memory {
+            Some(m) => {
+                alembic_memory::shared_tx::replace_dimension_memory(&tx, &self.memory, w.now, m)?
+                    .map_or(0, |_| 1)
+            }
+            None => 0,
+        };
+        sql(tx.execute(
+            "insert or replace into bootstrap_dimensions (run_id, dimension_id, tier, completed_at,
+                 fingerprint, evidence_files, candidates, memories, report)
+             values (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![
+                w.run_id,
+                w.dimension_id,
+                w.tier,
+                w.now,
+                w.fingerprint,
+                serde_json::to_string(w.evidence_files)?,
+                serde_json::to_string(&candidates)?,
+                memories,
+                serde_json::to_string(w.report)?,
+            ],
+        ))?;
+        sql(tx.commit())?;
+        Ok(CompletedDimension {
+            dimension_id: w.dimension_id.to_string(),
+            tier: w.tier,
+            candidates,
+            memories: usize::from(memories == 1),
+            report: w.report.clone(),
+        })
+    }
+}
+
+fn title_exists(conn: &Connection, title: &str) -> Result<bool, BootstrapError> {
+    let norm = alembic_knowledge::model::normalise_title(title);
+    let found: Option<String> = sql(conn
+        .query_row(
+            "select id from knowledge_entries where title_norm = ?1 and status != 'deprecated' limit 1",
+            params![norm],
+            |r| r.get(0),
+        )
+        .optional())?;
+    Ok(found.is_some())
+}
+
+/// The knowledge entry of a finding: tagged with its dimension, evidence in `sources` and
+/// as `file:line` places in `extra.evidence`.
+pub fn new_entry(dimension_id: &str, f: &Finding) -> NewEntry {
+    let mut extra = serde_json::Map::new();
+    extra.insert("source".into(), BOOTSTRAP_SOURCE.into());
+    extra.insert("dimensionId".into(), dimension_id.into());
+    extra.insert(
+        "evidence".into(),
+        serde_json::to_value(&f.evidence).unwrap_or_default(),
+    );
+    let mut sources: Vec<String> = f.evidence.iter().map(|e| e.file.clone()).collect();
+    sources.dedup();
+    NewEntry {
+        title: f.title.clone(),
+        description: f.summary.chars().take(200).collect(),
+        kind: None,
+        knowledge_type: f.knowledge_type.clone(),
+        category: dimension_id.to_string(),
+        language: f.language.clone(),
+        trigger: None,
+        content: f.detail.clone(),
+        pattern: String::new(),
+        rationale: format!("Measured by the deterministic bootstrap ({dimension_id})."),
+        tags: vec![
+            BOOTSTRAP_SOURCE.to_string(),
+            format!("dimension:{dimension_id}"),
+        ],
+        sources,
+        extra,
+    }
+}
+
+/// The memory of a dimension's distilled findings (`None` when there is nothing to keep).
+pub fn dimension_memory(dimension_id: &str, analysis: &str, importance: u8) -> Option<NewMemory> {
+    if analysis.trim().is_empty() {
+        return None;
+    }
+    let content: String = analysis.chars().take(1900).collect();
+    let mut m = NewMemory::fact(content)
+        .with_type(MemoryType::Insight)
+        .with_source(MemorySource::Bootstrap)
+        .with_importance(f64::from(importance.clamp(1, 10)))
+        .with_provenance(format!("bootstrap:{dimension_id}"));
+    m.source_dimension = Some(dimension_id.to_string());
+    m.tags = vec!["bootstrap".into(), format!("dimension:{dimension_id}")];
+    Some(m)
+}

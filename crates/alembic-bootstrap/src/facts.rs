@@ -1,0 +1,210 @@
+//! The measured facts every extractor works from: the scanned files (with their text), the
+//! code index's project graph (types, modules, entry points) and the detected profile.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use alembic_code::{CodeService, ProjectGraph};
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+
+use crate::detect::{self, ProjectProfile};
+use crate::error::BootstrapError;
+
+/// Files above this size are not read (generated or vendored blobs).
+const MAX_FILE_BYTES: u64 = 1024 * 1024;
+
+/// A scanned file: a source file or a manifest.
+#[derive(Debug, Clone)]
+pub struct SourceFile {
+    /// Relative path with `/` separators.
+    pub path: String,
+    /// `None` for manifests.
+    pub language: Option<&'static str>,
+    pub text: String,
+    /// Whether the file is a test file (by path or name).
+    pub is_test: bool,
+}
+
+impl SourceFile {
+    pub fn line_count(&self) -> usize {
+        self.text.lines().count()
+    }
+}
+
+/// A place in the project: `file` relative to the root, `line` 1-based.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Evidence {
+    pub file: String,
+    pub line: usize,
+}
+
+impl std::fmt::Display for Evidence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.file, self.line)
+    }
+}
+
+/// Everything the deterministic extractors read.
+#[derive(Debug)]
+pub struct Facts {
+    pub root: PathBuf,
+    /// Sources and manifests in path order.
+    pub files: Vec<SourceFile>,
+    pub graph: Arc<ProjectGraph>,
+    pub profile: ProjectProfile,
+}
+
+const MANIFEST_NAMES: &[&str] = &[
+    "Cargo.toml",
+    "package.json",
+    "tsconfig.json",
+    "Package.swift",
+    "Podfile",
+    "pyproject.toml",
+    "requirements.txt",
+    "setup.py",
+    "go.mod",
+    "pom.xml",
+    "build.gradle",
+    "build.gradle.kts",
+];
+
+fn wanted(rel: &str) -> bool {
+    let name = rel.rsplit('/').next().unwrap_or(rel);
+    detect::language_of(rel).is_some()
+        || MANIFEST_NAMES.contains(&name)
+        || name.ends_with(".csproj")
+        || (name == "project.pbxproj" && rel.contains(".xcodeproj/"))
+}
+
+/// Whether `path` is a test file by the usual layouts of the supported languages.
+pub fn is_test_path(path: &str) -> bool {
+    let lower = path.to_ascii_lowercase();
+    let name = lower.rsplit('/').next().unwrap_or(&lower);
+    let in_test_dir = lower.split('/').rev().skip(1).any(|d| {
+        matches!(d, "tests" | "test" | "__tests__" | "spec" | "specs") || d.ends_with("tests")
+    });
+    in_test_dir
+        || name.starts_with("test_")
+        || name.ends_with("_test.go")
+        || name.ends_with("_test.py")
+        || name.ends_with("_tests.rs")
+        || name.contains(".test.")
+        || name.contains(".spec.")
+        || name.ends_with("tests.swift")
+        || name.ends_with("test.java")
+        || name.ends_with("test.kt")
+        || name.ends_with("tests.cs")
+}
+
+impl Facts {
+    /// Scans `root` (honouring .gitignore and .alembicignore), refreshes the code index and
+    /// builds the project graph through `code`. At most `max_files` sources are read.
+    pub fn gather(
+        root: &Path,
+        code: &CodeService,
+        max_files: Option<usize>,
+    ) -> Result<Facts, BootstrapError> {
+        let found = alembic_code::walk::walk_files(root, &wanted);
+        let mut files = Vec::new();
+        for f in found.into_iter().filter(|f| f.size <= MAX_FILE_BYTES) {
+            if max_files.is_some_and(|m| files.len() >= m) {
+                break;
+            }
+            let Ok(text) = std::fs::read_to_string(&f.abs) else {
+                continue; // not UTF-8: not a source we can cite
+            };
+            files.push(SourceFile {
+                language: detect::language_of(&f.rel),
+                is_test: is_test_path(&f.rel),
+                path: f.rel,
+                text,
+            });
+        }
+        let graph = code.graph()?;
+        let profile = detect::detect(&files);
+        Ok(Facts {
+            root: root.to_path_buf(),
+            files,
+            graph,
+            profile,
+        })
+    }
+
+    /// Source files (not manifests).
+    pub fn sources(&self) -> impl Iterator<Item = &SourceFile> {
+        self.files.iter().filter(|f| f.language.is_some())
+    }
+
+    pub fn file(&self, path: &str) -> Option<&SourceFile> {
+        self.files
+            .binary_search_by(|f| f.path.as_str().cmp(path))
+            .ok()
+            .map(|i| &self.files[i])
+    }
+
+    /// Every line of a non-test source in `languages` (all when empty) matching `re`.
+    pub fn matches(&self, re: &Regex, languages: &[&str]) -> Vec<Evidence> {
+        let mut out = Vec::new();
+        for f in self.sources().filter(|f| !f.is_test) {
+            let lang = f.language.unwrap_or_default();
+            if !languages.is_empty() && !languages.contains(&lang) {
+                continue;
+            }
+            for (i, line) in f.text.lines().enumerate() {
+                if re.is_match(line) {
+                    out.push(Evidence {
+                        file: f.path.clone(),
+                        line: i + 1,
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// The first line of `file` matching `re`, if any.
+    pub fn first_match(&self, file: &str, re: &Regex) -> Option<Evidence> {
+        let f = self.file(file)?;
+        f.text
+            .lines()
+            .position(|l| re.is_match(l))
+            .map(|i| Evidence {
+                file: file.to_string(),
+                line: i + 1,
+            })
+    }
+
+    /// The text of line `line` (1-based) of `file`.
+    pub fn line_text(&self, file: &str, line: usize) -> Option<&str> {
+        self.file(file)?.text.lines().nth(line.checked_sub(1)?)
+    }
+
+    /// Whether the project has a source in `language`.
+    pub fn has_language(&self, language: &str) -> bool {
+        self.profile.file_counts.contains_key(language)
+    }
+}
+
+/// Up to `n` evidence places spread over distinct files first, in path order.
+pub fn spread(evidence: &[Evidence], n: usize) -> Vec<Evidence> {
+    let mut out: Vec<Evidence> = Vec::new();
+    for e in evidence {
+        if out.len() >= n {
+            break;
+        }
+        if !out.iter().any(|o| o.file == e.file) {
+            out.push(e.clone());
+        }
+    }
+    for e in evidence {
+        if out.len() >= n {
+            break;
+        }
+        if !out.contains(e) {
+            out.push(e.clone());
+        }
+    }
+    out
+}

@@ -1,0 +1,94 @@
+//! The `bootstrap_knowledge` tool (infrastructure): the deterministic bootstrap as a tool call.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use alembic_tools::{
+    EffectClass, RegistryError, ToolDefinition, ToolError, ToolModule, ToolOutput, ToolRegistry,
+};
+use serde::Deserialize;
+
+use crate::analyser::DeterministicAnalyser;
+use crate::error::BootstrapError;
+use crate::runner::{Bootstrap, BootstrapOptions, NoProgress};
+
+/// Tool name.
+pub const BOOTSTRAP_KNOWLEDGE: &str = "bootstrap_knowledge";
+
+/// A whole bootstrap of a large tree takes a while; the pipeline's default limit is too short.
+const TIMEOUT: Duration = Duration::from_secs(900);
+
+fn default_max_files() -> i64 {
+    2000
+}
+
+/// Arguments of `bootstrap_knowledge`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BootstrapArgs {
+    /// Only these dimension ids (analysed even when their evidence did not change); every dimension active for the project when left out
+    pub dimensions: Option<Vec<String>>,
+    /// Read at most this many source files
+    #[serde(default = "default_max_files")]
+    #[schemars(range(min = 1, max = 1000000))]
+    pub max_files: i64,
+    /// Re-analyse dimensions whose evidence files did not change
+    pub force: Option<bool>,
+    /// Continue the last interrupted run after its last completed dimension
+    pub resume: Option<bool>,
+}
+
+/// Registers `bootstrap_knowledge` bound to `bootstrap`.
+pub fn register_tools(
+    registry: &ToolRegistry,
+    bootstrap: Arc<Bootstrap>,
+) -> Result<(), RegistryError> {
+    registry.register(
+        ToolDefinition::typed::<BootstrapArgs>(
+            BOOTSTRAP_KNOWLEDGE,
+            "Cold-start analysis of the whole project without an LLM: scans files, builds the code index, graph and module topology, then writes per-dimension knowledge candidates (status submitted, for review) with file:line evidence, and each dimension's findings as memories. Unchanged dimensions are skipped. Returns the run summary.",
+            ToolModule::Infrastructure,
+            EffectClass::WritesKnowledge,
+        )
+        .timeout(TIMEOUT)
+        .handler(bootstrap, |bootstrap, args, _ctx| async move { run(&bootstrap, args).await }),
+    )
+}
+
+/// Test hook, for the resume test only: `ALEMBIC_BOOTSTRAP_PAUSE_AFTER=<dimension id>` makes
+/// the run sleep (60 s, or `ALEMBIC_BOOTSTRAP_PAUSE_SECS`) right after committing that
+/// dimension, so a test can `kill -9` the process between two checkpoints deterministically.
+pub const PAUSE_HOOK_ENV: &str = "ALEMBIC_BOOTSTRAP_PAUSE_AFTER";
+
+fn pause_hook() -> Option<(String, Duration)> {
+    let dim = std::env::var(PAUSE_HOOK_ENV)
+        .ok()
+        .filter(|d| !d.is_empty())?;
+    let secs = std::env::var("ALEMBIC_BOOTSTRAP_PAUSE_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(60);
+    Some((dim, Duration::from_secs(secs)))
+}
+
+async fn run(bootstrap: &Bootstrap, args: BootstrapArgs) -> Result<ToolOutput, ToolError> {
+    let opts = BootstrapOptions {
+        dimensions: args.dimensions.unwrap_or_default(),
+        resume: args.resume.unwrap_or(false),
+        force: args.force.unwrap_or(false),
+        max_files: Some(usize::try_from(args.max_files.max(1)).unwrap_or(1)),
+        pause_after: pause_hook(),
+    };
+    let sink = bootstrap.progress().unwrap_or_else(|| Arc::new(NoProgress));
+    let report = bootstrap
+        .run(&DeterministicAnalyser, &opts, sink.as_ref())
+        .await
+        .map_err(|e| match e {
+            BootstrapError::UnknownDimension { .. } | BootstrapError::NothingToResume => {
+                ToolError::Invalid(e.to_string())
+            }
+            other => ToolError::failed(other.to_string()),
+        })?;
+    let data = serde_json::to_value(&report).map_err(|e| ToolError::failed(e.to_string()))?;
+    Ok(ToolOutput::new(data, report.table()))
+}
