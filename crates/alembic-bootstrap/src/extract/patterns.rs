@@ -21,9 +21,9 @@ const SINGLETON_MEMBERS: &[&str] = &[
     "INSTANCE",
 ];
 
-/// Lines that declare a singleton where the graph has no static member (Rust statics,
-/// Python class attributes, ObjC class methods, Go sync.Once).
-const SINGLETON_LINES: &str = r"static\s+[A-Z_]+\s*:\s*(std::sync::)?(OnceLock|OnceCell|LazyLock|Lazy)<|^\s*_instance\s*(:\s*[\w\[\]|. ]+)?=\s*None|^\s*\+\s*\(instancetype\)\s*shared\w*|private\s+static\s+\w+\s+instance\b|static\s+getInstance\s*\(|\bsync\.Once\b";
+/// Lines that declare a singleton, also where the graph has no static member (Swift static
+/// lets, Rust statics, Python class attributes, ObjC class methods, Go sync.Once).
+const SINGLETON_LINES: &str = r"static\s+(let|var)\s+(shared|sharedInstance|instance)\s*[:=]|static\s+[A-Z_]+\s*:\s*(std::sync::)?(OnceLock|OnceCell|LazyLock|Lazy)<|^\s*_instance\s*(:\s*[\w\[\]|. ]+)?=\s*None|^\s*\+\s*\(instancetype\)\s*shared\w*|private\s+static\s+\w+\s+instance\b|static\s+getInstance\s*\(|\bsync\.Once\b";
 
 /// Calls that register or notify observers.
 const OBSERVER_LINES: &str = r"\b(fn|def|func|function)\s+(add_?[oO]bserver|add_?[lL]istener|subscribe|notify_?[oO]bservers|remove_?[oO]bserver)\b|^\s*(public\s+|private\s+)?(add[OL]\w*|subscribe|notifyObservers)\s*\(.*\)\s*(:\s*\w+\s*)?\{";
