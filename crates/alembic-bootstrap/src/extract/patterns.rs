@@ -28,9 +28,12 @@ const SINGLETON_LINES: &str = r"static\s+(let|var)\s+(shared|sharedInstance|inst
 /// Calls that register or notify observers.
 const OBSERVER_LINES: &str = r"\b(fn|def|func|function)\s+(add_?[oO]bserver|add_?[lL]istener|subscribe|notify_?[oO]bservers|remove_?[oO]bserver)\b|^\s*(public\s+|private\s+)?(add[OL]\w*|subscribe|notifyObservers)\s*\(.*\)\s*(:\s*\w+\s*)?\{";
 
+/// Places that show a pattern, each with the type it belongs to.
+type Hits = Vec<(String, Evidence)>;
+
 pub fn extract(facts: &Facts) -> Vec<Finding> {
     let mut out = Vec::new();
-    let found: [(&str, &str, Vec<(String, Evidence)>); 7] = [
+    let found: [(&str, &str, Hits); 7] = [
         ("singleton", "code-pattern", singletons(facts)),
         ("delegate", "code-relation", delegates(facts)),
         (
