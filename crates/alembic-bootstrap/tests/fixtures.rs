@@ -1,3 +1,5 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 //! The deterministic bootstrap on fixture repositories with planted patterns.
 
 use std::path::{Path, PathBuf};
