@@ -1,3 +1,4 @@
 mod code_embedder;
 mod memory_config;
+mod scenario2;
 mod tool_schemas;
