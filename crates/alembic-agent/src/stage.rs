@@ -19,7 +19,7 @@ use alembic_llm::{
     ChatRequest, ChatResponse, ErrorStrikes, LlmError, StreamEvent, StrikeVerdict, ToolCall,
     ToolChoice, ToolSpec,
 };
-use alembic_tools::{Caller, ToolCall as PipelineCall};
+use alembic_tools::{Allowlist, Caller, ToolCall as PipelineCall};
 use futures::StreamExt;
 
 use crate::convert::CallLedger;
@@ -55,12 +55,43 @@ struct Attached<'a> {
 impl Drop for Attached<'_> {
     fn drop(&mut self) {
         self.ctx.tools().loops.detach(&self.caller_id);
+        self.ctx.tools().grants.end_session(&self.caller_id);
     }
+}
+
+/// The tools `allowlist` offers as the model sees them, their schema tokens and the stage's
+/// base prompt (which names them).
+fn tool_list(
+    ctx: &RunContext<'_>,
+    spec: &StageSpec,
+    allowlist: &Allowlist,
+) -> (Vec<ToolSpec>, usize, String) {
+    let tools_rt = ctx.tools();
+    let tools: Vec<ToolSpec> = tools_rt
+        .pipeline
+        .registry()
+        .schemas(allowlist)
+        .into_iter()
+        .map(|s| ToolSpec {
+            name: s.name,
+            description: s.description,
+            parameters: s.parameters,
+        })
+        .collect();
+    let schema_tokens = ctx
+        .coordinator
+        .meter()
+        .count(&serde_json::to_string(&tools).unwrap_or_default());
+    let names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
+    let base_prompt = prompt::base_system_prompt(spec, tools_rt.pipeline.project_root(), &names);
+    (tools, schema_tokens, base_prompt)
 }
 
 pub(crate) struct StageLoop<'a> {
     ctx: &'a RunContext<'a>,
     spec: &'a StageSpec,
+    /// The stage preset's allowlist; each round adds the tools forged for this run.
+    base_allowlist: Allowlist,
     caller: Caller,
     tools: Vec<ToolSpec>,
     schema_tokens: usize,
@@ -88,27 +119,10 @@ impl<'a> StageLoop<'a> {
         task: String,
     ) -> Result<StageLoop<'a>, AgentError> {
         let tools_rt = ctx.tools();
-        let allowlist = tools_rt.presets.allowlist(&spec.tools_preset)?;
+        let base_allowlist = tools_rt.presets.allowlist(&spec.tools_preset)?;
         let caller_id = format!("agent:{}:{}:{}", ctx.preset, spec.name, ctx.run_id);
-        let caller = Caller::new(caller_id.clone(), allowlist.clone());
-        let tools: Vec<ToolSpec> = tools_rt
-            .pipeline
-            .registry()
-            .schemas(&allowlist)
-            .into_iter()
-            .map(|s| ToolSpec {
-                name: s.name,
-                description: s.description,
-                parameters: s.parameters,
-            })
-            .collect();
-        let schema_tokens = ctx
-            .coordinator
-            .meter()
-            .count(&serde_json::to_string(&tools).unwrap_or_default());
-        let names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
-        let base_prompt =
-            prompt::base_system_prompt(spec, tools_rt.pipeline.project_root(), &names);
+        let caller = Caller::new(caller_id.clone(), base_allowlist.clone());
+        let (tools, schema_tokens, base_prompt) = tool_list(ctx, spec, &base_allowlist);
         let tracker = spec.strategy.map(|strategy| {
             let budget = ExplorationBudget {
                 max_iterations: spec.max_iterations,
@@ -137,6 +151,7 @@ impl<'a> StageLoop<'a> {
         Ok(StageLoop {
             ctx,
             spec,
+            base_allowlist,
             caller,
             tools,
             schema_tokens,
@@ -216,8 +231,29 @@ impl<'a> StageLoop<'a> {
         }
     }
 
+    /// Re-reads the tools of this round: the preset's plus those forged for this run (a tool
+    /// `forge_tool` made is offered from the next round on, and no longer once it expired).
+    fn refresh_tools(&mut self) {
+        let allowlist = self
+            .ctx
+            .tools()
+            .grants
+            .widen(&self.caller.id, &self.base_allowlist);
+        let (tools, schema_tokens, base_prompt) = tool_list(self.ctx, self.spec, &allowlist);
+        let same = tools.len() == self.tools.len()
+            && tools.iter().zip(&self.tools).all(|(a, b)| a.name == b.name);
+        if same {
+            return;
+        }
+        self.caller = Caller::new(self.caller.id.clone(), allowlist);
+        self.tools = tools;
+        self.schema_tokens = schema_tokens;
+        self.base_prompt = base_prompt;
+    }
+
     /// Queues the tracker's nudge, sets the system prompt, compacts; returns the tool choice.
     fn prepare_round(&mut self) -> Result<ToolChoice, AgentError> {
+        self.refresh_tools();
         if let Some(t) = self.tracker.clone() {
             let nudge = self.with_active(|ac| lock(&t).next_nudge(ac))?;
             if let Some(n) = nudge {

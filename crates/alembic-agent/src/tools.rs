@@ -6,7 +6,7 @@ use std::sync::Arc;
 use alembic_context::{LoopDirectory, memory_middlewares};
 use alembic_tools::{
     EffectClass, Pipeline, PipelineBuilder, PreparedCall, PresetCatalog, SafetyCheck,
-    SafetyDecision,
+    SafetyDecision, SessionGrants,
 };
 
 use crate::error::AgentError;
@@ -44,6 +44,8 @@ pub struct AgentTools {
     pub pipeline: Arc<Pipeline>,
     pub loops: Arc<LoopDirectory>,
     pub presets: PresetCatalog,
+    /// Tools forged for a run (`forge_tool`); each round's tool list adds the run's grants.
+    pub grants: Arc<SessionGrants>,
 }
 
 impl std::fmt::Debug for AgentTools {
@@ -75,6 +77,13 @@ impl AgentTools {
             pipeline,
             loops,
             presets,
+            grants: Arc::default(),
         })
+    }
+
+    /// Uses `grants` (the forge service's, so `forge_tool` grants reach this agent's runs).
+    pub fn with_grants(mut self, grants: Arc<SessionGrants>) -> AgentTools {
+        self.grants = grants;
+        self
     }
 }

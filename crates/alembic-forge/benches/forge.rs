@@ -55,19 +55,19 @@ fn registry() -> Arc<ToolRegistry> {
     let module = json!({"type": "object", "properties": {"module": {"type": "string", "description": "module name"}}});
     let classes = json!({"type": "object", "properties": {"classes": {"type": "array", "items": {"type": "string"}}}});
     r.register(tool(
-        "get_class_hierarchy",
+        "get_module_classes",
         "Get the class hierarchy of a module.",
         module.clone(),
     ))
     .ok();
     r.register(tool(
-        "query_call_graph",
+        "query_class_calls",
         "Query callers and callees.",
         classes.clone(),
     ))
     .ok();
     r.register(tool(
-        "detect_patterns",
+        "detect_class_patterns",
         "Detect design patterns.",
         classes.clone(),
     ))
@@ -103,9 +103,9 @@ fn registry() -> Arc<ToolRegistry> {
 const NETWORKKIT: &str = r#"{
   "name": "analyze_networkkit", "description": "Analyse NetworkKit.",
   "steps": [
-    {"tool": "get_class_hierarchy", "args": {"module": "NetworkKit"}, "extract_key": "classes"},
-    {"tool": "query_call_graph", "args": {"classes": "${steps.0.classes}"}, "extract_key": "callGraph"},
-    {"tool": "detect_patterns", "args": {"classes": "${steps.0.classes}"}, "extract_key": "patterns"}
+    {"tool": "get_module_classes", "args": {"module": "NetworkKit"}, "extract_key": "classes"},
+    {"tool": "query_class_calls", "args": {"classes": "${steps.0.classes}"}, "extract_key": "callGraph"},
+    {"tool": "detect_class_patterns", "args": {"classes": "${steps.0.classes}"}, "extract_key": "patterns"}
   ]
 }"#;
 
@@ -176,9 +176,9 @@ fn calling(c: &mut Criterion) {
     let mut g = c.benchmark_group("compose_call");
     g.bench_function("baseline_three_direct_calls", |b| {
         b.iter(|| {
-            call("get_class_hierarchy", json!({"module": "NetworkKit"}));
-            call("query_call_graph", json!({"classes": ["APIClient"]}));
-            call("detect_patterns", json!({"classes": ["APIClient"]}))
+            call("get_module_classes", json!({"module": "NetworkKit"}));
+            call("query_class_calls", json!({"classes": ["APIClient"]}));
+            call("detect_class_patterns", json!({"classes": ["APIClient"]}))
         })
     });
     g.bench_function("analyze_networkkit_one_call", |b| {
@@ -191,7 +191,7 @@ fn sandboxing(c: &mut Criterion) {
     let registry = registry();
     let limits = SandboxLimits::default();
     let trivial = "function toolHandler(p) { return p.n + 1; }";
-    let ten_calls = "function toolHandler(p, tools) { let n = 0; for (let i = 0; i < 10; i++) n += tools.call('get_class_hierarchy', {module: 'M'}).classes.length; return n; }";
+    let ten_calls = "function toolHandler(p, tools) { let n = 0; for (let i = 0; i < 10; i++) n += tools.call('get_module_classes', {module: 'M'}).classes.length; return n; }";
     for (name, code) in [("trivial", trivial), ("ten_calls", ten_calls)] {
         let def = ToolDefinition::new(
             format!("js_{name}"),
@@ -229,7 +229,7 @@ fn sandboxing(c: &mut Criterion) {
     };
     let mut g = c.benchmark_group("sandbox");
     g.bench_function("baseline_native_tool_call", |b| {
-        b.iter(|| call("get_class_hierarchy", json!({"module": "M"})))
+        b.iter(|| call("get_module_classes", json!({"module": "M"})))
     });
     g.bench_function("cold_start_trivial_handler", |b| {
         b.iter(|| call("js_trivial", json!({"n": 1})))

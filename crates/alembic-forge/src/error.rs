@@ -16,6 +16,14 @@ pub enum ForgeError {
         "tool name \"{name}\" is taken by a built-in or saved tool; a forged tool never replaces one, pick another name"
     )]
     NameTaken { name: String },
+    #[error(
+        "no composition template matches the intent (templates: {known}); name one of their keywords, or add a template in .alembic/forge/templates/"
+    )]
+    NoTemplate { known: String },
+    #[error("no composition was offered")]
+    NoComposition,
+    #[error("the tool registry of the forge was closed (the project runtime ended)")]
+    RegistryClosed,
     #[error("no forged tool named \"{name}\"")]
     UnknownTool { name: String },
     #[error(

@@ -8,7 +8,7 @@ use std::time::Duration;
 use alembic_tools::Allowlist;
 use serde::Serialize;
 
-use crate::compose::{CompositionSpec, composed_tool};
+use crate::compose::{CompositionSpec, DynamicComposer, composed_tool};
 use crate::error::ForgeError;
 use crate::generate::{
     CodeGenerator, GenerateRequest, TestResult, generate_verified, generated_tool_definition,
@@ -36,6 +36,8 @@ pub struct ForgeInputs<'a> {
     pub allowlist: &'a Allowlist,
     /// A composition to register when reuse finds nothing.
     pub composition: Option<CompositionSpec>,
+    /// Without `composition`: templates the composer plans one from.
+    pub composer: Option<&'a DynamicComposer>,
     /// Code generation, used only when generate mode is on.
     pub generator: Option<(&'a dyn CodeGenerator, ToolBridge)>,
 }
@@ -70,12 +72,17 @@ impl ToolForge {
             Ok(outcome) => return Ok(outcome),
             Err(e) => reasons.push(format!("reuse: {e}")),
         }
-        match inputs.composition {
-            Some(spec) => match self.compose(spec) {
+        match self.composition(
+            request,
+            inputs.composition,
+            inputs.composer,
+            inputs.allowlist,
+        ) {
+            Ok(spec) => match self.compose(spec) {
                 Ok(outcome) => return Ok(outcome),
                 Err(e) => reasons.push(format!("compose: {e}")),
             },
-            None => reasons.push("compose: no composition was offered".into()),
+            Err(e) => reasons.push(format!("compose: {e}")),
         }
         match (self.generate_allowed, inputs.generator) {
             (false, _) => reasons.push(format!("generate: {}", ForgeError::GenerateDisabled)),
@@ -93,15 +100,32 @@ impl ToolForge {
         })
     }
 
+    /// The composition offered, else the composer's plan for `request`.
+    fn composition(
+        &self,
+        request: &ForgeRequest,
+        offered: Option<CompositionSpec>,
+        composer: Option<&DynamicComposer>,
+        allowlist: &Allowlist,
+    ) -> Result<CompositionSpec, ForgeError> {
+        match (offered, composer) {
+            (Some(spec), _) => Ok(spec),
+            (None, Some(composer)) => {
+                composer.plan(request, self.temporary.registry()?.as_ref(), allowlist)
+            }
+            (None, None) => Err(ForgeError::NoComposition),
+        }
+    }
+
     /// Reuse: an existing tool, registered as an alias when arguments are pre-filled.
     pub fn reuse(
         &self,
         request: &ForgeRequest,
         allowlist: &Allowlist,
     ) -> Result<ForgeOutcome, ForgeError> {
-        let registry = self.temporary.registry();
-        let Some(found) = find_reuse(registry, allowlist, request) else {
-            let best = best_reuse(registry, allowlist, request).map_or(0.0, |m| m.score);
+        let registry = self.temporary.registry()?;
+        let Some(found) = find_reuse(&registry, allowlist, request) else {
+            let best = best_reuse(&registry, allowlist, request).map_or(0.0, |m| m.score);
             return Err(ForgeError::NoReuseMatch {
                 best,
                 threshold: crate::reuse::REUSE_THRESHOLD,
@@ -121,7 +145,7 @@ impl ToolForge {
             preset_args: found.preset_args.clone(),
             description: None,
         };
-        let definition = alias_tool(&spec, registry).ok_or_else(|| ForgeError::UnknownTool {
+        let definition = alias_tool(&spec, &registry).ok_or_else(|| ForgeError::UnknownTool {
             name: found.tool.clone(),
         })?;
         self.temporary
@@ -136,11 +160,11 @@ impl ToolForge {
 
     /// Compose: validate and register a composition.
     pub fn compose(&self, spec: CompositionSpec) -> Result<ForgeOutcome, ForgeError> {
-        let registry = self.temporary.registry();
+        let registry = self.temporary.registry()?;
         spec.validate(&|n| registry.contains(n), &BTreeMap::new())?;
         let name = spec.name.clone();
         self.temporary.register(
-            composed_tool(spec, registry),
+            composed_tool(spec, &registry),
             ForgeMode::Compose,
             Some(self.ttl),
         )?;
@@ -168,7 +192,7 @@ impl ToolForge {
                 "{} (action: {}, target: {})",
                 request.intent, request.action, request.target
             ),
-            available_tools: self.temporary.registry().schemas(allowlist),
+            available_tools: self.temporary.registry()?.schemas(allowlist),
             feedback: None,
         };
         let (tool, tests) = generate_verified(generator, ask, bridge, &self.limits, 2).await?;

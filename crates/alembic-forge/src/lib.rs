@@ -39,6 +39,7 @@ pub mod clock;
 pub mod compose;
 pub mod error;
 pub mod forge;
+pub mod forge_tool;
 pub mod generate;
 pub mod nested;
 pub mod reuse;
@@ -49,7 +50,10 @@ pub mod temporary;
 pub mod tools;
 
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use compose::{CompositionSpec, CompositionStep, MergeStrategy, composed_tool};
+pub use compose::{
+    CompositionSpec, CompositionStep, CompositionTemplate, DynamicComposer, MergeStrategy,
+    composed_tool,
+};
 pub use error::ForgeError;
 pub use forge::{ForgeInputs, ForgeOutcome, ToolForge};
 pub use generate::{

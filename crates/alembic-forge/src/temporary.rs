@@ -6,9 +6,12 @@
 //! - an expired tool is not callable even before `cleanup` runs: its handler checks the clock
 //!   and unregisters it on the first call after expiry (no background timer needed);
 //! - `renew` adds time to what is left (it does not reset it).
+//!
+//! It holds its registry weakly: the forge service that owns it is itself state of a tool in
+//! that registry (`forge_tool`), so a strong reference would be a cycle that never frees.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use alembic_tools::{
@@ -66,7 +69,7 @@ impl TemporaryToolInfo {
 
 #[derive(Debug)]
 struct Inner {
-    registry: Arc<ToolRegistry>,
+    registry: Weak<ToolRegistry>,
     clock: Arc<dyn Clock>,
     entries: Mutex<BTreeMap<String, TemporaryToolInfo>>,
 }
@@ -87,10 +90,16 @@ impl Inner {
 
     fn revoke(&self, name: &str) -> bool {
         if self.lock().remove(name).is_some() {
-            self.registry.unregister(name);
+            if let Some(registry) = self.registry.upgrade() {
+                registry.unregister(name);
+            }
             return true;
         }
         false
+    }
+
+    fn registry(&self) -> Result<Arc<ToolRegistry>, ForgeError> {
+        self.registry.upgrade().ok_or(ForgeError::RegistryClosed)
     }
 }
 
@@ -108,15 +117,21 @@ impl TemporaryToolRegistry {
     pub fn with_clock(registry: Arc<ToolRegistry>, clock: Arc<dyn Clock>) -> Self {
         TemporaryToolRegistry {
             inner: Arc::new(Inner {
-                registry,
+                registry: Arc::downgrade(&registry),
                 clock,
                 entries: Mutex::new(BTreeMap::new()),
             }),
         }
     }
 
-    pub fn registry(&self) -> &Arc<ToolRegistry> {
-        &self.inner.registry
+    /// The registry the tools are registered in; an error once it has been dropped.
+    pub fn registry(&self) -> Result<Arc<ToolRegistry>, ForgeError> {
+        self.inner.registry()
+    }
+
+    /// Whether `registry` is the one this registers into.
+    pub fn serves(&self, registry: &Arc<ToolRegistry>) -> bool {
+        std::ptr::eq(self.inner.registry.as_ptr(), Arc::as_ptr(registry))
     }
 
     pub fn now_ms(&self) -> u64 {
@@ -145,8 +160,9 @@ impl TemporaryToolRegistry {
         expires_at_ms: Option<u64>,
     ) -> Result<TemporaryToolInfo, ForgeError> {
         let name = definition.name.clone();
+        let registry = self.inner.registry()?;
         let ours = self.inner.lock().contains_key(&name);
-        if !ours && self.inner.registry.contains(&name) {
+        if !ours && registry.contains(&name) {
             return Err(ForgeError::NameTaken { name });
         }
         if ours {
@@ -167,7 +183,7 @@ impl TemporaryToolRegistry {
             registered_at_ms: self.now_ms(),
             expires_at_ms,
         };
-        self.inner.registry.register(definition)?;
+        registry.register(definition)?;
         self.inner.lock().insert(name, info.clone());
         Ok(info)
     }

@@ -3,7 +3,9 @@
 //! `alembic forge save|remove|promote` call them through the pipeline as caller `cli`, so every
 //! change to `.alembic/tools/` and `.alembic/skills/` is validated, policy-checked and audited.
 //!
-//! They are in no preset but `all`: forging is the operator's business, not an agent's.
+//! They are in no preset but `all`: keeping or promoting a forged tool is the operator's
+//! business, not an agent's. `forge_tool` (in [`crate::forge_tool`]) is the agent's: it forges a
+//! tool for the calling session only.
 //!
 //! State: a [`ForgeService`] (the project's [`ToolStore`] and the clock that decides which
 //! temporary tools are still alive), bound at registration. The registry a forged tool is
@@ -11,25 +13,46 @@
 //! the registry they are registered in (no reference cycle), and example calls of
 //! `forge_promote` are nested pipeline calls, gated and audited under the promote call.
 
-use std::path::Path;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock, RwLock};
 
 use alembic_tools::{
-    EffectClass, RegistryError, ToolContext, ToolDefinition, ToolError, ToolModule, ToolOutput,
-    ToolRegistry, is_snake_case,
+    EffectClass, RegistryError, SessionGrants, ToolContext, ToolDefinition, ToolError, ToolModule,
+    ToolOutput, ToolRegistry, is_snake_case,
 };
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::clock::{Clock, SystemClock};
+use crate::generate::CodeGenerator;
 use crate::skill::{SkillExample, built_in_examples, write_skill};
 use crate::store::{Lifetime, ToolStore};
+use crate::temporary::TemporaryToolRegistry;
 
-/// What the forge tools work on: the `.alembic/tools/` and `.alembic/skills/` of one project.
-#[derive(Debug, Clone)]
+/// What the forge tools work on: the `.alembic/tools/` and `.alembic/skills/` of one project,
+/// and, for `forge_tool`, the session tools forged in its registry.
+#[derive(Clone)]
 pub struct ForgeService {
     store: ToolStore,
+    root: PathBuf,
     clock: Arc<dyn Clock>,
+    /// The TTL registry over the project's tool registry, bound once by the runtime.
+    temporary: Arc<OnceLock<TemporaryToolRegistry>>,
+    /// Which caller may call which forged tool (read by the agent loop each round).
+    grants: Arc<SessionGrants>,
+    /// `[forge] generate` / `ALEMBIC_ENABLE_FORGE_GENERATE`.
+    generate_allowed: bool,
+    /// The model that writes generated tools, when a provider is configured.
+    generator: Arc<RwLock<Option<Arc<dyn CodeGenerator>>>>,
+}
+
+impl std::fmt::Debug for ForgeService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ForgeService")
+            .field("root", &self.root)
+            .field("generate_allowed", &self.generate_allowed)
+            .finish_non_exhaustive()
+    }
 }
 
 impl ForgeService {
@@ -42,20 +65,73 @@ impl ForgeService {
     pub fn with_clock(root: &Path, clock: Arc<dyn Clock>) -> Self {
         ForgeService {
             store: ToolStore::new(root),
+            root: root.to_path_buf(),
             clock,
+            temporary: Arc::default(),
+            grants: Arc::default(),
+            generate_allowed: false,
+            generator: Arc::default(),
         }
+    }
+
+    /// Lets `forge_tool` generate code (when a generator is also set).
+    pub fn with_generate(mut self, allowed: bool) -> Self {
+        self.generate_allowed = allowed;
+        self
     }
 
     pub fn store(&self) -> &ToolStore {
         &self.store
     }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    pub fn generate_allowed(&self) -> bool {
+        self.generate_allowed
+    }
+
+    /// Binds the service to the project's registry (first call wins) and returns the TTL
+    /// registry over it.
+    pub fn bind_registry(&self, registry: &Arc<ToolRegistry>) -> TemporaryToolRegistry {
+        self.temporary
+            .get_or_init(|| {
+                TemporaryToolRegistry::with_clock(Arc::clone(registry), Arc::clone(&self.clock))
+            })
+            .clone()
+    }
+
+    /// The TTL registry, once bound.
+    pub fn temporary(&self) -> Option<TemporaryToolRegistry> {
+        self.temporary.get().cloned()
+    }
+
+    /// The grants of forged tools to the sessions that forged them.
+    pub fn grants(&self) -> Arc<SessionGrants> {
+        Arc::clone(&self.grants)
+    }
+
+    /// Sets the model that writes generated tools (the project's provider).
+    pub fn set_generator(&self, generator: Arc<dyn CodeGenerator>) {
+        *alembic_base::write(&self.generator) = Some(generator);
+    }
+
+    pub fn generator(&self) -> Option<Arc<dyn CodeGenerator>> {
+        alembic_base::read(&self.generator).clone()
+    }
 }
 
-/// Registers `forge_save`, `forge_remove` and `forge_promote`, bound to `forge`.
+/// Registers `forge_tool`, `forge_save`, `forge_remove` and `forge_promote`, bound to `forge`.
 pub fn register_tools(
     registry: &ToolRegistry,
     forge: Arc<ForgeService>,
 ) -> Result<(), RegistryError> {
+    registry.register(crate::forge_tool::forge_tool(Arc::clone(&forge)))?;
     registry.register(forge_save(Arc::clone(&forge)))?;
     registry.register(forge_remove(Arc::clone(&forge)))?;
     registry.register(forge_promote(forge))

@@ -135,7 +135,11 @@ impl ProjectServices {
                     .map_err(RuntimeError::Setup)?,
             ),
             loops: Arc::new(alembic_context::LoopDirectory::default()),
-            forge: Arc::new(alembic_forge::tools::ForgeService::for_project(root)),
+            forge: Arc::new(
+                alembic_forge::tools::ForgeService::for_project(root).with_generate(
+                    alembic_forge::generate::generate_enabled_here(config.section("forge")),
+                ),
+            ),
             bootstrap,
         })
     }
@@ -170,7 +174,8 @@ impl ProjectRuntime {
         let services = ProjectServices::for_project(&root, &config)?;
         let registry = Arc::new(ToolRegistry::new());
         register_builtin_tools(&registry, &services)?;
-        let forged = load_forged_tools(&registry, &root, &config);
+        let temporary = services.forge.bind_registry(&registry);
+        let forged = load_forged_tools(&temporary, &root, &config);
         let forged_tools = forged.saved.into_iter().chain(forged.temporary).collect();
         let safety = alembic_safety::PolicySafetyCheck::new(Arc::clone(&services.safety));
         Ok(ProjectRuntime {
@@ -193,14 +198,16 @@ impl ProjectRuntime {
     }
 
     /// A caller with the allowlist of `preset` (the config's default preset when `None`),
-    /// plus the tools the project forged and saved. Adding those grants nothing new: each of
-    /// their steps is a nested call checked against this same allowlist.
+    /// plus the tools the project forged and saved and those `forge_tool` forged for caller
+    /// `id`. Adding those grants nothing new: each of their steps is a nested call checked
+    /// against this same allowlist.
     pub fn caller(&self, id: &str, preset: Option<&str>) -> Result<Caller, RuntimeError> {
         let preset = preset.unwrap_or(self.config.default_preset());
         let mut allowlist = self.config.presets.allowlist(preset)?;
         for name in &self.forged_tools {
             allowlist.insert(name.clone());
         }
+        let allowlist = self.services.forge.grants().widen(id, &allowlist);
         Ok(Caller::new(id, allowlist))
     }
 
@@ -266,7 +273,12 @@ impl ProjectRuntime {
             Arc::clone(&self.services.loops),
             self.safety(),
             self.config.presets.clone(),
-        )?;
+        )?
+        .with_grants(self.services.forge.grants());
+        if self.services.forge.generate_allowed() {
+            let generator = alembic_forge::LlmCodeGenerator::new(Arc::clone(&provider));
+            self.services.forge.set_generator(Arc::new(generator));
+        }
         let memory = alembic_agent::SharedMemory::new(Arc::clone(&self.services.memory));
         Ok(alembic_agent::AgentRuntime::new(
             provider,
@@ -297,17 +309,20 @@ fn project_root(root: &Path) -> Result<PathBuf, RuntimeError> {
     })
 }
 
-/// Registers the project's saved forged tools (`.alembic/tools/`, see `alembic forge`). A broken
-/// file is logged and skipped, so one bad tool never stops the runtime; a forged tool never
-/// replaces a built-in.
+/// Registers the project's saved forged tools (`.alembic/tools/`, see `alembic forge`) through
+/// the project's TTL registry (`ProjectServices.forge`), so temporary ones expire. A broken file
+/// is logged and skipped, so one bad tool never stops the runtime; a forged tool never replaces
+/// a built-in.
 pub fn load_forged_tools(
-    registry: &Arc<ToolRegistry>,
+    temporary: &alembic_forge::TemporaryToolRegistry,
     root: &Path,
     config: &ProjectConfig,
 ) -> alembic_forge::store::LoadReport {
-    let temporary = alembic_forge::TemporaryToolRegistry::new(Arc::clone(registry));
     let generate = alembic_forge::generate::generate_enabled_here(config.section("forge"));
-    let report = alembic_forge::store::load_into(registry, &temporary, root, generate);
+    let Ok(registry) = temporary.registry() else {
+        return alembic_forge::store::LoadReport::default();
+    };
+    let report = alembic_forge::store::load_into(&registry, temporary, root, generate);
     for error in &report.errors {
         tracing::warn!("forged tool not loaded: {error}");
     }

@@ -41,6 +41,7 @@ pub mod definition;
 pub mod events;
 pub mod extensions;
 pub mod gate;
+pub mod grants;
 pub mod meta;
 pub mod middleware;
 pub mod pipeline;
@@ -67,6 +68,7 @@ pub use extensions::{Extensions, MetadataExtension};
 pub use gate::{
     AllowlistGate, ReadOnlySafety, SafetyCheck, SafetyDecision, SafetyGate, trusted_caller,
 };
+pub use grants::SessionGrants;
 pub use middleware::{BeforeVerdict, Middleware, MiddlewareError, MiddlewareSlot, PreparedCall};
 pub use pipeline::{DEFAULT_TIMEOUT, Pipeline, PipelineBuilder};
 pub use registry::{RegisteredTool, RegistryError, ToolRegistry, is_snake_case};

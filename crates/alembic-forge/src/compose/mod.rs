@@ -5,6 +5,7 @@
 //! composed call as its parent (the reference called the registry directly and skipped all
 //! checks).
 
+pub mod composer;
 pub mod spec;
 pub mod template;
 
@@ -16,6 +17,7 @@ use alembic_tools::{
 };
 use serde_json::{Map, Value};
 
+pub use composer::{CompositionTemplate, DynamicComposer};
 pub use spec::{CompositionSpec, CompositionStep, MergeStrategy};
 use template::Scope;
 
@@ -49,6 +51,7 @@ impl ToolHandler for ComposedHandler {
     fn call(&self, args: Value, ctx: ToolContext) -> HandlerFuture {
         let spec = Arc::clone(&self.spec);
         Box::pin(async move {
+            let args = with_bound(&spec, args);
             let results = match spec.merge_strategy {
                 MergeStrategy::Sequential => run_sequential(&spec, &args, &ctx).await?,
                 MergeStrategy::Parallel => run_parallel(&spec, &args, &ctx).await?,
@@ -57,6 +60,18 @@ impl ToolHandler for ComposedHandler {
             Ok(ToolOutput::json(merged))
         })
     }
+}
+
+/// The call's arguments over the parameters bound when the tool was forged.
+fn with_bound(spec: &CompositionSpec, args: Value) -> Value {
+    if spec.bound_params.is_empty() {
+        return args;
+    }
+    let mut merged = spec.bound_params.clone();
+    if let Value::Object(given) = args {
+        merged.extend(given);
+    }
+    Value::Object(merged)
 }
 
 fn step_error(i: usize, tool: &str, e: ToolError) -> ToolError {
@@ -91,13 +106,61 @@ async fn run_sequential(
         let scope = Scope {
             params,
             steps: &results,
+            item: None,
         };
-        let args = fill_args(spec, i, &scope)?;
-        let outcome = ctx.call_tool(&step.tool, args).await;
-        let output = outcome_to_result(outcome).map_err(|e| step_error(i, &step.tool, e))?;
-        results.push(output.data);
+        let data = match &step.for_each {
+            Some(each) => run_for_each(spec, i, each, &scope, ctx).await?,
+            None => {
+                let args = fill_args(spec, i, &scope)?;
+                let outcome = ctx.call_tool(&step.tool, args).await;
+                outcome_to_result(outcome)
+                    .map_err(|e| step_error(i, &step.tool, e))?
+                    .data
+            }
+        };
+        results.push(data);
     }
     Ok(results)
+}
+
+/// One call per element of the `for_each` array (up to the step's limit). A call that fails
+/// becomes an entry naming its element and error; a refusal or cancellation ends the whole
+/// composition, as it would a plain step.
+async fn run_for_each(
+    spec: &CompositionSpec,
+    i: usize,
+    each: &str,
+    scope: &Scope<'_>,
+    ctx: &ToolContext,
+) -> Result<Value, ToolError> {
+    let step = &spec.steps[i];
+    let items = match scope.fill(&Value::String(each.to_string())) {
+        Ok(Some(Value::Array(items))) => items,
+        Ok(other) => {
+            return Err(ToolError::Failed(format!(
+                "step {i} ({}): for_each {each} is not an array (got {})",
+                step.tool,
+                other.unwrap_or(Value::Null)
+            )));
+        }
+        Err(e) => return Err(ToolError::Failed(format!("step {i} ({}): {e}", step.tool))),
+    };
+    let mut out = Vec::new();
+    for item in items.iter().take(step.item_limit()) {
+        let scope = Scope {
+            item: Some(item),
+            ..*scope
+        };
+        let args = fill_args(spec, i, &scope)?;
+        match outcome_to_result(ctx.call_tool(&step.tool, args).await) {
+            Ok(output) => out.push(output.data),
+            Err(e @ (ToolError::Refused { .. } | ToolError::Cancelled)) => {
+                return Err(step_error(i, &step.tool, e));
+            }
+            Err(e) => out.push(serde_json::json!({"item": item, "error": e.to_string()})),
+        }
+    }
+    Ok(Value::Array(out))
 }
 
 async fn run_parallel(
@@ -105,7 +168,11 @@ async fn run_parallel(
     params: &Value,
     ctx: &ToolContext,
 ) -> Result<Vec<Value>, ToolError> {
-    let scope = Scope { params, steps: &[] };
+    let scope = Scope {
+        params,
+        steps: &[],
+        item: None,
+    };
     let mut calls = Vec::with_capacity(spec.steps.len());
     for (i, step) in spec.steps.iter().enumerate() {
         let args = fill_args(spec, i, &scope)?;
@@ -128,6 +195,15 @@ fn merge(spec: &CompositionSpec, results: &[Value]) -> Result<Value, ToolError> 
     let mut merged = Map::new();
     for (i, (step, data)) in spec.steps.iter().zip(results).enumerate() {
         let (key, value) = match &step.extract_key {
+            Some(k) if step.for_each.is_some() => {
+                let picked = data.as_array().map_or_else(Vec::new, |items| {
+                    items
+                        .iter()
+                        .map(|d| d.get(k).cloned().unwrap_or(Value::Null))
+                        .collect()
+                });
+                (k.clone(), Value::Array(picked))
+            }
             Some(k) => {
                 let v = data.get(k).cloned().ok_or_else(|| {
                     ToolError::Failed(format!(

@@ -4,13 +4,17 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use alembic_tools::is_snake_case;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::template::{self, Source};
 use crate::error::ForgeError;
 
 /// Most steps one composition may have.
 pub const MAX_STEPS: usize = 16;
+/// Elements a `for_each` step visits unless it sets `max_items`.
+pub const DEFAULT_FOR_EACH_ITEMS: usize = 10;
+/// Most elements a `for_each` step may visit.
+pub const MAX_FOR_EACH_ITEMS: usize = 25;
 
 /// How steps run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -33,6 +37,34 @@ pub struct CompositionStep {
     /// Keep only this key of the step's result in the merged output (and name the entry so).
     #[serde(default, alias = "extractKey", skip_serializing_if = "Option::is_none")]
     pub extract_key: Option<String>,
+    /// Run the step once per element of this array: one whole `${steps.N.path}` (or
+    /// `${params.NAME}`) template. `${item.path}` in `args` reads the element; the step's result
+    /// is the array of the calls' results (a call that fails is an `{"item", "error"}` entry).
+    #[serde(default, alias = "forEach", skip_serializing_if = "Option::is_none")]
+    pub for_each: Option<String>,
+    /// Most elements `for_each` visits (default 10, at most 25).
+    #[serde(default, alias = "maxItems", skip_serializing_if = "Option::is_none")]
+    pub max_items: Option<usize>,
+}
+
+impl CompositionStep {
+    /// A step calling `tool` with `args`.
+    pub fn new(tool: impl Into<String>, args: Value) -> Self {
+        CompositionStep {
+            tool: tool.into(),
+            args,
+            extract_key: None,
+            for_each: None,
+            max_items: None,
+        }
+    }
+
+    /// How many elements `for_each` visits.
+    pub fn item_limit(&self) -> usize {
+        self.max_items
+            .unwrap_or(DEFAULT_FOR_EACH_ITEMS)
+            .min(MAX_FOR_EACH_ITEMS)
+    }
 }
 
 /// A composed tool.
@@ -47,6 +79,10 @@ pub struct CompositionSpec {
     #[serde(default = "empty_schema")]
     pub parameters: Value,
     pub steps: Vec<CompositionStep>,
+    /// Parameter values fixed when the tool was forged (a template's target); the arguments of
+    /// a call win over them.
+    #[serde(default, alias = "boundParams", skip_serializing_if = "Map::is_empty")]
+    pub bound_params: Map<String, Value>,
     /// Example argument objects, shown in promoted skills.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub examples: Vec<Value>,
@@ -92,6 +128,11 @@ impl CompositionSpec {
             return Err(self.invalid("the description is empty"));
         }
         let declared = self.declared_parameters()?;
+        if let Some(k) = self.bound_params.keys().find(|k| !declared.contains(*k)) {
+            return Err(self.invalid(format!(
+                "bound parameter \"{k}\" is not declared in \"parameters\""
+            )));
+        }
         if self.steps.is_empty() || self.steps.len() > MAX_STEPS {
             return Err(self.invalid(format!(
                 "expected 1 to {MAX_STEPS} steps, got {}",
@@ -148,7 +189,16 @@ impl CompositionSpec {
         {
             return Err(at("\"extract_key\" is empty".into()));
         }
-        for r in template::references(&step.args).map_err(at)? {
+        let mut refs = template::references(&step.args).map_err(at)?;
+        if let Some(each) = &step.for_each {
+            refs.push(self.for_each_reference(each).map_err(at)?);
+        } else if let Some(r) = refs.iter().find(|r| r.source == Source::Item) {
+            return Err(at(format!(
+                "{} reads the for_each element, but the step has no \"for_each\"",
+                r.text
+            )));
+        }
+        for r in refs {
             match r.source {
                 Source::Params if !declared.contains(&r.path[0]) => {
                     return Err(at(format!(
@@ -162,6 +212,9 @@ impl CompositionSpec {
                         r.text
                     )));
                 }
+                Source::Item if step.for_each.is_none() => {
+                    return Err(at(format!("{} needs \"for_each\"", r.text)));
+                }
                 Source::Step(n) if n >= i => {
                     return Err(at(format!(
                         "{} reads step {n}, which has not run yet; a step can read only earlier steps",
@@ -172,6 +225,19 @@ impl CompositionSpec {
             }
         }
         Ok(())
+    }
+
+    /// The one reference `for_each` names, or why it is not acceptable.
+    fn for_each_reference(&self, each: &str) -> Result<template::Reference, String> {
+        if self.merge_strategy == MergeStrategy::Parallel {
+            return Err("\"for_each\" runs only in sequential compositions".into());
+        }
+        match template::parse(each)?.as_slice() {
+            [template::Piece::Ref(r)] if r.source != Source::Item => Ok(r.clone()),
+            _ => Err(format!(
+                "\"for_each\" must be one ${{steps.N.path}} or ${{params.NAME}} template, got \"{each}\""
+            )),
+        }
     }
 
     /// Refuses a composition that reaches itself through other compositions.

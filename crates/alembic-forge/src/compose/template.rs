@@ -1,4 +1,6 @@
-//! Argument templates: `${params.NAME}` and `${steps.N.path.to.value}`. Data, not code.
+//! Argument templates: `${params.NAME}`, `${steps.N.path.to.value}` and, in a step that runs
+//! `for_each` element of an array, `${item.path}` (`${item}` is the whole element). Data, not
+//! code.
 //!
 //! A string that is exactly one template keeps the JSON type of what it refers to; templates
 //! embedded in a longer string are interpolated as text (strings as-is, other values as JSON).
@@ -11,6 +13,8 @@ use serde_json::Value;
 pub enum Source {
     Params,
     Step(usize),
+    /// The current element of a `for_each` step.
+    Item,
 }
 
 /// One `${...}` reference: a source and a path of keys or array indices.
@@ -62,8 +66,11 @@ pub fn parse(s: &str) -> Result<Vec<Piece>, String> {
 
 fn reference(body: &str) -> Result<Reference, String> {
     let text = format!("${{{body}}}");
-    let bad =
-        |why: &str| format!("bad template {text}: {why}; use ${{params.NAME}} or ${{steps.N.key}}");
+    let bad = |why: &str| {
+        format!(
+            "bad template {text}: {why}; use ${{params.NAME}}, ${{steps.N.key}} or ${{item.key}}"
+        )
+    };
     let mut parts = body.trim().split('.');
     let source = match parts.next() {
         Some("params") => Source::Params,
@@ -71,6 +78,7 @@ fn reference(body: &str) -> Result<Reference, String> {
             let n = parts.next().ok_or_else(|| bad("missing step number"))?;
             Source::Step(n.parse().map_err(|_| bad("step number is not a number"))?)
         }
+        Some("item") => Source::Item,
         _ => return Err(bad("unknown source")),
     };
     let path: Vec<String> = parts.map(str::to_string).collect();
@@ -116,6 +124,8 @@ fn collect(value: &Value, out: &mut Vec<Reference>) -> Result<(), String> {
 pub struct Scope<'a> {
     pub params: &'a Value,
     pub steps: &'a [Value],
+    /// The element a `for_each` step is at.
+    pub item: Option<&'a Value>,
 }
 
 /// Follows a path of keys and indices.
@@ -129,10 +139,11 @@ pub fn lookup<'v>(root: &'v Value, path: &[String]) -> Option<&'v Value> {
 
 impl Scope<'_> {
     /// `None` when the reference leads nowhere.
-    fn resolve(&self, r: &Reference) -> Option<&Value> {
+    pub fn resolve(&self, r: &Reference) -> Option<&Value> {
         match r.source {
             Source::Params => lookup(self.params, &r.path),
             Source::Step(n) => self.steps.get(n).and_then(|v| lookup(v, &r.path)),
+            Source::Item => self.item.and_then(|v| lookup(v, &r.path)),
         }
     }
 
@@ -168,6 +179,9 @@ impl Scope<'_> {
             return match self.resolve(r) {
                 Some(v) => Ok(Some(v.clone())),
                 None if r.source == Source::Params => Ok(None),
+                None if r.source == Source::Item => {
+                    Err(format!("{} is not in the for_each element", r.text))
+                }
                 None => Err(format!(
                     "{} is not in the result of step {}",
                     r.text,
@@ -193,7 +207,7 @@ impl Scope<'_> {
 fn step_of(r: &Reference) -> usize {
     match r.source {
         Source::Step(n) => n,
-        Source::Params => 0,
+        Source::Params | Source::Item => 0,
     }
 }
 
@@ -210,6 +224,7 @@ mod tests {
         let scope = Scope {
             params: &params,
             steps: &steps,
+            item: None,
         };
         let args = json!({
             "classes": "${steps.0.classes}",

@@ -1,4 +1,5 @@
-//! Compose: specs from JSON/TOML, templates, validation, and seed scenario 2.
+//! Compose: specs from JSON/TOML, templates, for_each, validation. Over stand-in tools; seed
+//! scenario 2 over the real code tools is in alembic-runtime's tests (`scenario2.rs`).
 
 use std::collections::BTreeMap;
 
@@ -15,9 +16,9 @@ const NETWORKKIT: &str = r#"{
   "merge_strategy": "sequential",
   "parameters": {"type": "object", "properties": {"module": {"type": "string", "default": "NetworkKit"}}},
   "steps": [
-    {"tool": "get_class_hierarchy", "args": {"module": "NetworkKit"}, "extract_key": "classes"},
-    {"tool": "query_call_graph", "args": {"classes": "${steps.0.classes}"}, "extract_key": "callGraph"},
-    {"tool": "detect_patterns", "args": {"classes": "${steps.0.classes}"}, "extract_key": "patterns"}
+    {"tool": "get_module_classes", "args": {"module": "NetworkKit"}, "extract_key": "classes"},
+    {"tool": "query_class_calls", "args": {"classes": "${steps.0.classes}"}, "extract_key": "callGraph"},
+    {"tool": "detect_class_patterns", "args": {"classes": "${steps.0.classes}"}, "extract_key": "patterns"}
   ]
 }"#;
 
@@ -26,7 +27,7 @@ fn validate(spec: &CompositionSpec, registry: &ToolRegistry) -> Result<(), Forge
 }
 
 #[test]
-fn seed_scenario_2_analyze_networkkit_is_one_call_of_three_audited_steps() {
+fn a_sequential_composition_is_one_call_of_three_audited_steps() {
     let h = harness();
     let spec = CompositionSpec::from_json(NETWORKKIT).unwrap();
     validate(&spec, &h.registry).unwrap();
@@ -57,9 +58,9 @@ fn seed_scenario_2_analyze_networkkit_is_one_call_of_three_audited_steps() {
     assert_eq!(
         tools,
         vec![
-            "get_class_hierarchy",
-            "query_call_graph",
-            "detect_patterns",
+            "get_module_classes",
+            "query_class_calls",
+            "detect_class_patterns",
             "analyze_networkkit"
         ]
     );
@@ -91,7 +92,7 @@ required = ["module"]
 type = "string"
 
 [[steps]]
-tool = "get_class_hierarchy"
+tool = "get_module_classes"
 args = { module = "${params.module}", depth = 2 }
 
 [[steps]]
@@ -108,7 +109,7 @@ args = { pattern = "class .* in ${params.module}" }
     assert_eq!(
         data(&out),
         json!({
-            "get_class_hierarchy": {"module": "NetworkKit", "classes": ["APIClient", "RequestBuilder"], "depth": 2},
+            "get_module_classes": {"module": "NetworkKit", "classes": ["APIClient", "RequestBuilder"], "depth": 2},
             "search_project_code": {"matches": [], "pattern": "class .* in NetworkKit"},
         })
     );
@@ -139,7 +140,7 @@ fn steps_run_under_the_callers_allowlist_and_failures_name_the_step() {
     );
     assert_eq!(out.status, OutcomeStatus::Blocked, "{out:?}");
     assert_eq!(out.rule.as_deref(), Some("allowlist"));
-    assert!(out.error.unwrap().contains("step 0 (get_class_hierarchy)"));
+    assert!(out.error.unwrap().contains("step 0 (get_module_classes)"));
     // a step that needs a safety approval is refused as a direct call would be
     let spec = CompositionSpec::from_json(r#"{"name": "sneaky", "description": "d", "steps": [{"tool": "run_safe_command", "args": {"cmd": "rm -rf ~"}}]}"#).unwrap();
     h.registry
@@ -166,14 +167,14 @@ fn steps_run_under_the_callers_allowlist_and_failures_name_the_step() {
         Some("step 0 (failing_tool): nested call to \"failing_tool\" ended error: disk on fire")
     );
     // extract_key missing from the result
-    let spec = CompositionSpec::from_json(r#"{"name": "picky", "description": "d", "steps": [{"tool": "detect_patterns", "args": {"classes": []}, "extract_key": "nope"}]}"#).unwrap();
+    let spec = CompositionSpec::from_json(r#"{"name": "picky", "description": "d", "steps": [{"tool": "detect_class_patterns", "args": {"classes": []}, "extract_key": "nope"}]}"#).unwrap();
     h.registry
         .register(composed_tool(spec, &h.registry))
         .unwrap();
     let out = h.call("picky", json!({}));
     assert_eq!(
         out.error.as_deref(),
-        Some("step 0 (detect_patterns): the result has no key \"nope\" to extract")
+        Some("step 0 (detect_class_patterns): the result has no key \"nope\" to extract")
     );
 }
 
@@ -195,31 +196,59 @@ fn invalid_specs_are_refused_with_clear_errors() {
         ),
         (
             base(
-                json!([{"tool": "detect_patterns", "args": {"classes": "${steps.1.classes}"}}, {"tool": "get_class_hierarchy", "args": {"module": "x"}}]),
+                json!([{"tool": "detect_class_patterns", "args": {"classes": "${steps.1.classes}"}}, {"tool": "get_module_classes", "args": {"module": "x"}}]),
                 "sequential",
             ),
-            "step 0 (detect_patterns): ${steps.1.classes} reads step 1, which has not run yet; a step can read only earlier steps",
+            "step 0 (detect_class_patterns): ${steps.1.classes} reads step 1, which has not run yet; a step can read only earlier steps",
         ),
         (
             base(
-                json!([{"tool": "get_class_hierarchy", "args": {"module": "x"}}, {"tool": "detect_patterns", "args": {"classes": "${steps.0.classes}"}}]),
+                json!([{"tool": "get_module_classes", "args": {"module": "x"}}, {"tool": "detect_class_patterns", "args": {"classes": "${steps.0.classes}"}}]),
                 "parallel",
             ),
-            "step 1 (detect_patterns): ${steps.0.classes} reads another step, but parallel steps run at once and can read only ${params.*}",
+            "step 1 (detect_class_patterns): ${steps.0.classes} reads another step, but parallel steps run at once and can read only ${params.*}",
         ),
         (
             base(
-                json!([{"tool": "get_class_hierarchy", "args": {"module": "${params.modul}"}}]),
+                json!([{"tool": "get_module_classes", "args": {"module": "${params.modul}"}}]),
                 "sequential",
             ),
-            "step 0 (get_class_hierarchy): ${params.modul} reads parameter \"modul\", which \"parameters\" does not declare",
+            "step 0 (get_module_classes): ${params.modul} reads parameter \"modul\", which \"parameters\" does not declare",
         ),
         (
             base(
-                json!([{"tool": "get_class_hierarchy", "args": {"module": "${env.HOME}"}}]),
+                json!([{"tool": "get_module_classes", "args": {"module": "${env.HOME}"}}]),
                 "sequential",
             ),
-            "step 0 (get_class_hierarchy): bad template ${env.HOME}: unknown source; use ${params.NAME} or ${steps.N.key}",
+            "step 0 (get_module_classes): bad template ${env.HOME}: unknown source; use ${params.NAME}, ${steps.N.key} or ${item.key}",
+        ),
+        (
+            base(
+                json!([{"tool": "search_project_code", "args": {"pattern": "${item}"}}]),
+                "sequential",
+            ),
+            "step 0 (search_project_code): ${item} reads the for_each element, but the step has no \"for_each\"",
+        ),
+        (
+            base(
+                json!([{"tool": "search_project_code", "for_each": "${params.module}", "args": {"pattern": "${item}"}}]),
+                "parallel",
+            ),
+            "step 0 (search_project_code): \"for_each\" runs only in sequential compositions",
+        ),
+        (
+            base(
+                json!([{"tool": "search_project_code", "for_each": "all ${params.module}", "args": {"pattern": "${item}"}}]),
+                "sequential",
+            ),
+            "step 0 (search_project_code): \"for_each\" must be one ${steps.N.path} or ${params.NAME} template, got \"all ${params.module}\"",
+        ),
+        (
+            base(
+                json!([{"tool": "search_project_code", "for_each": "${steps.0.classes}", "args": {"pattern": "${item}"}}]),
+                "sequential",
+            ),
+            "step 0 (search_project_code): ${steps.0.classes} reads step 0, which has not run yet; a step can read only earlier steps",
         ),
         (
             base(json!([{"tool": "bad_one"}]), "sequential"),
@@ -231,10 +260,10 @@ fn invalid_specs_are_refused_with_clear_errors() {
         ),
         (
             base(
-                json!([{"tool": "get_class_hierarchy", "args": [1]}]),
+                json!([{"tool": "get_module_classes", "args": [1]}]),
                 "sequential",
             ),
-            "step 0 (get_class_hierarchy): \"args\" must be a JSON object",
+            "step 0 (get_module_classes): \"args\" must be a JSON object",
         ),
     ];
     for (spec, reason) in cases {
@@ -282,4 +311,59 @@ fn cycles_through_other_compositions_are_refused() {
         err.to_string(),
         "composition \"comp_a\" is invalid: the steps form a cycle: comp_a -> comp_b -> comp_c -> comp_a"
     );
+}
+
+#[test]
+fn for_each_calls_the_step_per_element_with_bound_parameters() {
+    let h = harness();
+    let spec = CompositionSpec::from_json(
+        r#"{
+  "name": "classes_in_code", "description": "Search the code for each class of a module.",
+  "parameters": {"type": "object", "properties": {"module": {"type": "string"}}},
+  "bound_params": {"module": "NetworkKit"},
+  "steps": [
+    {"tool": "get_module_classes", "args": {"module": "${params.module}"}},
+    {"tool": "search_project_code", "for_each": "${steps.0.classes}", "max_items": 5,
+     "args": {"pattern": "class ${item}\\b"}, "extract_key": "pattern"},
+    {"tool": "failing_tool", "for_each": "${steps.0.classes}", "max_items": 1}
+  ]
+}"#,
+    )
+    .unwrap();
+    validate(&spec, &h.registry).unwrap();
+    h.registry
+        .register(composed_tool(spec, &h.registry))
+        .unwrap();
+    // the bound module is used when the call gives none
+    let out = h.call("classes_in_code", json!({}));
+    assert_eq!(
+        data(&out),
+        json!({
+            "get_module_classes": {"module": "NetworkKit", "classes": ["APIClient", "RequestBuilder"], "depth": null},
+            "pattern": ["class APIClient\\b", "class RequestBuilder\\b"],
+            "failing_tool": [{"item": "APIClient", "error": "nested call to \"failing_tool\" ended error: disk on fire"}],
+        })
+    );
+    // one nested, audited call per element, each with the composed call as parent
+    let entries = h.audit.entries();
+    let tools: Vec<&str> = entries.iter().map(|e| e.tool.as_str()).collect();
+    assert_eq!(
+        tools,
+        vec![
+            "get_module_classes",
+            "search_project_code",
+            "search_project_code",
+            "failing_tool",
+            "classes_in_code"
+        ]
+    );
+    let parent = &entries[4].call_id;
+    assert!(
+        entries[..4]
+            .iter()
+            .all(|e| e.parent_call_id.as_ref() == Some(parent))
+    );
+    // a call's own argument wins over the bound one
+    let out = h.call("classes_in_code", json!({"module": "Other"}));
+    assert_eq!(data(&out)["pattern"], json!([]));
 }

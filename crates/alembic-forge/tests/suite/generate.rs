@@ -29,7 +29,7 @@ fn tool_json(code: &str, expected: Value) -> String {
 }
 
 const CODE: &str = "function toolHandler(params, tools) {
-  const h = tools.call('get_class_hierarchy', {module: params.module});
+  const h = tools.call('get_module_classes', {module: params.module});
   return {module: params.module, count: h.classes.length};
 }";
 
@@ -95,7 +95,7 @@ fn an_llm_tool_is_repaired_verified_then_registered_and_its_calls_are_audited() 
         second.contains(r#"expected {\"module\":\"NetworkKit\",\"count\":3}, got"#),
         "{second}"
     );
-    assert!(requests[0].body.to_string().contains("get_class_hierarchy"));
+    assert!(requests[0].body.to_string().contains("get_module_classes"));
 
     let temporary = TemporaryToolRegistry::new(h.registry.clone());
     temporary
@@ -116,7 +116,7 @@ fn an_llm_tool_is_repaired_verified_then_registered_and_its_calls_are_audited() 
     let inner = entries
         .iter()
         .rev()
-        .find(|e| e.tool == "get_class_hierarchy")
+        .find(|e| e.tool == "get_module_classes")
         .unwrap();
     assert_eq!(
         inner.parent_call_id.as_deref(),

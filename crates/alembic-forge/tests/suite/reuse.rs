@@ -36,7 +36,7 @@ fn targets_fill_the_matching_slot_or_name_the_tool() {
                 "read",
                 "NetworkKit",
             ),
-            Some(("get_class_hierarchy", json!({"module": "NetworkKit"}))),
+            Some(("get_module_classes", json!({"module": "NetworkKit"}))),
         ),
         // the target is what the tool is about: nothing to pre-fill
         (
@@ -167,6 +167,7 @@ fn the_waterfall_reuses_then_composes_then_reports_every_reason() {
             ForgeInputs {
                 allowlist: &Allowlist::All,
                 composition: None,
+                composer: None,
                 generator: None,
             },
         ))
@@ -176,7 +177,7 @@ fn the_waterfall_reuses_then_composes_then_reports_every_reason() {
         (ForgeMode::Reuse, "search_recipes_network")
     );
 
-    let spec = CompositionSpec::from_json(r#"{"name": "analyze_networkkit", "description": "d", "steps": [{"tool": "get_class_hierarchy", "args": {"module": "NetworkKit"}}]}"#).unwrap();
+    let spec = CompositionSpec::from_json(r#"{"name": "analyze_networkkit", "description": "d", "steps": [{"tool": "get_module_classes", "args": {"module": "NetworkKit"}}]}"#).unwrap();
     let request = ForgeRequest::new("分析 NetworkKit 完整架构", "analyze", "NetworkKit");
     let composed = rt
         .block_on(forge.forge(
@@ -184,6 +185,7 @@ fn the_waterfall_reuses_then_composes_then_reports_every_reason() {
             ForgeInputs {
                 allowlist: &Allowlist::All,
                 composition: Some(spec),
+                composer: None,
                 generator: None,
             },
         ))
@@ -200,6 +202,7 @@ fn the_waterfall_reuses_then_composes_then_reports_every_reason() {
             ForgeInputs {
                 allowlist: &Allowlist::All,
                 composition: None,
+                composer: None,
                 generator: None,
             },
         ))

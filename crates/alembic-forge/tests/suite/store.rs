@@ -15,9 +15,9 @@ const NETWORKKIT: &str = r#"{
   "name": "analyze_networkkit",
   "description": "Analyse the NetworkKit module: classes, call graph and design patterns in one call.",
   "steps": [
-    {"tool": "get_class_hierarchy", "args": {"module": "NetworkKit"}, "extract_key": "classes"},
-    {"tool": "query_call_graph", "args": {"classes": "${steps.0.classes}"}, "extract_key": "callGraph"},
-    {"tool": "detect_patterns", "args": {"classes": "${steps.0.classes}"}, "extract_key": "patterns"}
+    {"tool": "get_module_classes", "args": {"module": "NetworkKit"}, "extract_key": "classes"},
+    {"tool": "query_class_calls", "args": {"classes": "${steps.0.classes}"}, "extract_key": "callGraph"},
+    {"tool": "detect_class_patterns", "args": {"classes": "${steps.0.classes}"}, "extract_key": "patterns"}
   ],
   "examples": [{}]
 }"#;
@@ -46,7 +46,7 @@ tool = "analyze_networkkit"
     )
     .unwrap();
     std::fs::write(store.dir().join("broken.json"), "{ not json").unwrap();
-    std::fs::write(store.dir().join("shadow.json"), r#"{"name": "detect_patterns", "description": "d", "steps": [{"tool": "get_class_hierarchy", "args": {"module": "x"}}]}"#).unwrap();
+    std::fs::write(store.dir().join("shadow.json"), r#"{"name": "detect_class_patterns", "description": "d", "steps": [{"tool": "get_module_classes", "args": {"module": "x"}}]}"#).unwrap();
     store
         .save(&SavedTool::Alias(AliasSpec {
             name: "search_network".into(),
@@ -70,10 +70,10 @@ tool = "analyze_networkkit"
         "{:?}",
         report.errors
     );
-    assert!(report.errors[1].ends_with("tool name \"detect_patterns\" is taken by a built-in or saved tool; a forged tool never replaces one, pick another name"), "{:?}", report.errors);
+    assert!(report.errors[1].ends_with("tool name \"detect_class_patterns\" is taken by a built-in or saved tool; a forged tool never replaces one, pick another name"), "{:?}", report.errors);
     assert_eq!(
         registry
-            .get("detect_patterns")
+            .get("detect_class_patterns")
             .unwrap()
             .definition
             .description,

@@ -40,11 +40,12 @@ fn tool(
     )
 }
 
-/// The three analysis tools of seed scenario 2 plus a few others, with fixed answers.
+/// Stand-in tools with fixed answers. Their names are not the real tools' (whose parameters
+/// differ); compositions over the real tools are tested in alembic-runtime.
 pub fn test_tools() -> Vec<ToolDefinition> {
     vec![
         tool(
-            "get_class_hierarchy",
+            "get_module_classes",
             "Get the class hierarchy of a module or class.",
             json!({"type": "object", "properties": {"module": {"type": "string", "description": "module name"}, "depth": {"type": "integer"}}, "required": ["module"]}),
             EffectClass::ReadOnly,
@@ -57,7 +58,7 @@ pub fn test_tools() -> Vec<ToolDefinition> {
             },
         ),
         tool(
-            "query_call_graph",
+            "query_class_calls",
             "Query callers and callees of classes.",
             json!({"type": "object", "properties": {"classes": {"type": "array", "items": {"type": "string"}}}, "required": ["classes"]}),
             EffectClass::ReadOnly,
@@ -68,7 +69,7 @@ pub fn test_tools() -> Vec<ToolDefinition> {
             },
         ),
         tool(
-            "detect_patterns",
+            "detect_class_patterns",
             "Detect design patterns used by classes.",
             json!({"type": "object", "properties": {"classes": {"type": "array", "items": {"type": "string"}}}, "required": ["classes"]}),
             EffectClass::ReadOnly,

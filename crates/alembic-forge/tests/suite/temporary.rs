@@ -13,7 +13,7 @@ use serde_json::json;
 use super::support::{harness, test_tools};
 
 fn spec(name: &str) -> CompositionSpec {
-    CompositionSpec::from_json(&format!(r#"{{"name": "{name}", "description": "classes of NetworkKit", "steps": [{{"tool": "get_class_hierarchy", "args": {{"module": "NetworkKit"}}}}]}}"#)).unwrap()
+    CompositionSpec::from_json(&format!(r#"{{"name": "{name}", "description": "classes of NetworkKit", "steps": [{{"tool": "get_module_classes", "args": {{"module": "NetworkKit"}}}}]}}"#)).unwrap()
 }
 
 #[test]
@@ -106,20 +106,20 @@ fn a_forged_tool_never_overrides_or_removes_a_built_in() {
     let temporary = TemporaryToolRegistry::new(h.registry.clone());
     let err = temporary
         .register(
-            composed_tool(spec("detect_patterns"), &h.registry),
+            composed_tool(spec("detect_class_patterns"), &h.registry),
             ForgeMode::Compose,
             None,
         )
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "tool name \"detect_patterns\" is taken by a built-in or saved tool; a forged tool never replaces one, pick another name"
+        "tool name \"detect_class_patterns\" is taken by a built-in or saved tool; a forged tool never replaces one, pick another name"
     );
-    assert!(!temporary.revoke("detect_patterns"));
-    assert!(h.registry.contains("detect_patterns"));
+    assert!(!temporary.revoke("detect_class_patterns"));
+    assert!(h.registry.contains("detect_class_patterns"));
     assert_eq!(
         h.registry
-            .get("detect_patterns")
+            .get("detect_class_patterns")
             .unwrap()
             .definition
             .description,

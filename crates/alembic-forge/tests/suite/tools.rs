@@ -168,7 +168,7 @@ fn promote_runs_each_example_as_a_nested_audited_call() {
         r#"{"name": "network_classes", "description": "Classes of a module.",
             "parameters": {"type": "object", "required": ["module"],
                            "properties": {"module": {"type": "string"}}},
-            "steps": [{"tool": "get_class_hierarchy", "args": {"module": "${params.module}"}}]}"#,
+            "steps": [{"tool": "get_module_classes", "args": {"module": "${params.module}"}}]}"#,
     )
     .unwrap();
     f.h.registry

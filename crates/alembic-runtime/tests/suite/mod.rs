@@ -1,4 +1,5 @@
 mod bootstrap_tool;
 mod code_embedder;
 mod memory_config;
+mod scenario2;
 mod tool_schemas;
