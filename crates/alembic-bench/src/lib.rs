@@ -4,6 +4,8 @@
 //! - [`locomo`]: LoCoMo turn retrieval for persistent memory (hit@k, MRR, nDCG, latency).
 //! - [`memory_scale`]: retrieval latency at 500 and 100,000 memories, add+consolidate throughput.
 //! - [`mcp`]: `alembic mcp` spawn-to-first-`tools/list` time and cheap-call throughput.
+//! - [`bootstrap_llm`]: the scripted LLM bootstrap path, requests/tokens/cache hits per
+//!   dimension with a shared SessionStore and with one per dimension.
 //! - [`durability`]: the writer process used by the multi-process durability test.
 //!
 //! ```no_run
@@ -13,6 +15,7 @@
 //! println!("{}", alembic_bench::locomo::render(&report));
 //! ```
 
+pub mod bootstrap_llm;
 pub mod durability;
 pub mod locomo;
 pub mod mcp;

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use alembic_bench::{durability, locomo, mcp, memory_scale};
+use alembic_bench::{bootstrap_llm, durability, locomo, mcp, memory_scale};
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
@@ -61,6 +61,12 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Scripted LLM bootstrap (fake server): requests, tokens and cache hits per dimension,
+    /// shared SessionStore vs one per dimension.
+    BootstrapLlm {
+        #[arg(long)]
+        json: bool,
+    },
     /// Writer process of the durability test (prints `ack <id>` per committed write).
     #[command(hide = true)]
     DurabilityWriter {
@@ -101,6 +107,10 @@ fn main() -> Result<()> {
             };
             let report = mcp::run(&alembic, &project, spawns, calls)?;
             print(json, &report, mcp::render(&report))
+        }
+        Command::BootstrapLlm { json } => {
+            let report = bootstrap_llm::run()?;
+            print(json, &report, bootstrap_llm::render(&report))
         }
         Command::DurabilityWriter {
             db,

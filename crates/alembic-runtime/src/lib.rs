@@ -27,6 +27,7 @@ pub use alembic_tools as tools;
 
 pub mod code_embedder;
 pub mod config;
+pub mod llm_provider;
 pub mod memory_config;
 
 use std::path::{Path, PathBuf};
@@ -97,6 +98,9 @@ pub struct ProjectServices {
     pub loops: Arc<alembic_context::LoopDirectory>,
     /// Forged tools under `.alembic/tools/` and skills under `.alembic/skills/`.
     pub forge: Arc<alembic_forge::tools::ForgeService>,
+    /// The LLM provider of the ai-analysis tools, or why there is none
+    /// ([`llm_provider::provider_slot`]).
+    pub llm: alembic_knowledge::tools::ProviderSlot,
 }
 
 impl std::fmt::Debug for ProjectServices {
@@ -125,6 +129,7 @@ impl ProjectServices {
             ),
             loops: Arc::new(alembic_context::LoopDirectory::default()),
             forge: Arc::new(alembic_forge::tools::ForgeService::for_project(root)),
+            llm: llm_provider::provider_slot(),
         })
     }
 }
@@ -146,6 +151,11 @@ pub fn register_builtin_tools(
         Arc::clone(&services.safety),
     )?;
     alembic_forge::tools::register_tools(registry, Arc::clone(&services.forge))?;
+    alembic_knowledge::tools::register_analysis_tools(
+        registry,
+        Arc::clone(&services.knowledge),
+        services.llm.clone(),
+    )?;
     Ok(())
 }
 
