@@ -79,7 +79,7 @@ impl Setup {
         alembic_tools::audit::tail(&conn, 20)
             .unwrap()
             .into_iter()
-            .map(|r| (r.entry.tool, r.entry.outcome))
+            .map(|r| (r.entry.tool, r.entry.verdict))
             .collect()
     }
 }
