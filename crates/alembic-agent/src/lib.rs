@@ -37,6 +37,7 @@
 //! # }
 //! ```
 
+pub mod bootstrap;
 mod convert;
 mod error;
 mod events;
@@ -48,6 +49,7 @@ mod runtime;
 mod stage;
 mod tools;
 
+pub use bootstrap::{DimensionBrief, DimensionRun, SharedSession, finish_tier, new_session};
 pub use convert::CallLedger;
 pub use error::AgentError;
 pub use events::{AgentEvent, EventSink};

@@ -164,6 +164,10 @@ impl AgentRuntime {
         self.memory.as_ref()
     }
 
+    pub(crate) fn options(&self) -> &AgentOptions {
+        &self.options
+    }
+
     /// Names of the tools `preset` offers, per stage.
     pub fn stage_tools(
         &self,
@@ -185,7 +189,7 @@ impl AgentRuntime {
             .collect()
     }
 
-    fn coordinator(&self) -> MemoryCoordinator {
+    pub(crate) fn coordinator(&self) -> MemoryCoordinator {
         let coordinator = MemoryCoordinator::for_model(self.provider.model());
         match &self.memory {
             Some(m) => coordinator.with_persistent(Arc::clone(m) as Arc<dyn PersistentRecall>),
@@ -291,7 +295,7 @@ impl AgentRuntime {
 
 /// Runs the stages in order; each later stage starts from the distilled findings of the run
 /// so far and the previous stage's answer.
-async fn run_stages(
+pub(crate) async fn run_stages(
     ctx: &RunContext<'_>,
     stages: &[crate::preset::StageSpec],
     question: &str,

@@ -6,6 +6,8 @@
 //! - [`mcp`]: `alembic mcp` spawn-to-first-`tools/list` time and cheap-call throughput.
 //! - [`bootstrap`]: deterministic `alembic bootstrap` wall time and peak RSS on this repository
 //!   and on a ~1,000-file tree from the local cargo registry.
+//! - [`bootstrap_llm`]: the scripted LLM bootstrap path, requests/tokens/cache hits per
+//!   dimension with a shared SessionStore and with one per dimension.
 //! - [`durability`]: the writer process used by the multi-process durability test.
 //!
 //! ```no_run
@@ -16,6 +18,7 @@
 //! ```
 
 pub mod bootstrap;
+pub mod bootstrap_llm;
 pub mod durability;
 pub mod locomo;
 pub mod mcp;

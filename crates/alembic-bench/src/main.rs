@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use alembic_bench::{bootstrap, durability, locomo, mcp, memory_scale};
+use alembic_bench::{bootstrap, bootstrap_llm, durability, locomo, mcp, memory_scale};
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
@@ -76,6 +76,12 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Scripted LLM bootstrap (fake server): requests, tokens and cache hits per dimension,
+    /// shared SessionStore vs one per dimension.
+    BootstrapLlm {
+        #[arg(long)]
+        json: bool,
+    },
     /// Writer process of the durability test (prints `ack <id>` per committed write).
     #[command(hide = true)]
     DurabilityWriter {
@@ -129,6 +135,10 @@ fn main() -> Result<()> {
             };
             let report = bootstrap::run(&alembic, &repo, files)?;
             print(json, &report, bootstrap::render(&report))
+        }
+        Command::BootstrapLlm { json } => {
+            let report = bootstrap_llm::run()?;
+            print(json, &report, bootstrap_llm::render(&report))
         }
         Command::DurabilityWriter {
             db,

@@ -59,7 +59,7 @@ enum Command {
     /// Forge tools: reuse with pre-filled arguments, compose, generate (sandboxed), save, promote
     #[command(subcommand)]
     Forge(cmd::forge::ForgeCommand),
-    /// Knowledge base: list, show, search, stats; review candidates (approve, reject, publish, deprecate)
+    /// Knowledge base: list, show, search, stats; review candidates (approve, reject, publish, deprecate); export to AGENTS.md, CLAUDE.md or Cursor rules
     #[command(subcommand)]
     Knowledge(cmd::knowledge::KnowledgeCommand),
     /// Cold-start analysis of a project into knowledge candidates and memories (no API key needed)

@@ -19,8 +19,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use alembic_tools::{
-    BeforeVerdict, CallResult, MetadataExtension, Middleware, MiddlewareError, MiddlewareSlot,
-    PreparedCall, ToolMetadata, ToolOutput, async_trait,
+    BeforeVerdict, CallResult, EffectClass, MetadataExtension, Middleware, MiddlewareError,
+    MiddlewareSlot, PreparedCall, ToolMetadata, ToolOutput, async_trait,
 };
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -29,7 +29,7 @@ use crate::active::ScopeId;
 use crate::coordinator::MemoryCoordinator;
 use crate::exploration::ExplorationTracker;
 use crate::observation::{ToolObservation, array_field, is_submit_tool, str_field};
-use crate::session::{CacheKey, CachedResult, is_cacheable_tool};
+use crate::session::{CacheKey, CachedResult, CandidateSummary, is_cacheable_tool};
 
 /// The clock of the session cache's TTLs; tests pass a `ManualClock`.
 pub type MillisClock = Arc<dyn Clock>;
@@ -332,7 +332,9 @@ impl Middleware for SubmitDedup {
         let norm = title.to_lowercase();
         let fp = submit_pattern(&call.args).and_then(pattern_fingerprint);
         let mut ledger = lock(&memory.ledger);
-        let reason = ledger.duplicate(&title, &norm, fp.as_deref());
+        let reason = ledger
+            .duplicate(&title, &norm, fp.as_deref())
+            .or_else(|| session_duplicate(&memory, &title, &norm));
         if let Some((reason, rule)) = reason {
             meta.extensions.insert(DedupMessage(format!("⚠ {reason}")));
             return Ok(BeforeVerdict::Block {
@@ -372,6 +374,16 @@ impl Middleware for SubmitDedup {
         };
         if accepted {
             meta.extensions.insert(IsSubmit(true));
+            if let Some(session) = memory.coordinator.session() {
+                let submitted = CandidateSummary {
+                    title: str_field(&call.args, &["title", "name"])
+                        .unwrap_or("")
+                        .trim()
+                        .to_string(),
+                    ..CandidateSummary::default()
+                };
+                lock(session).add_candidate(memory.scope.dimension(), submitted);
+            }
         } else {
             // A failed or rejected submission may be corrected and submitted again.
             ledger.titles.remove(&title);
@@ -381,6 +393,27 @@ impl Middleware for SubmitDedup {
         }
         Ok(())
     }
+}
+
+/// A title another dimension of the loop's bootstrap session already submitted: SubmitDedup
+/// reaches across the dimensions of one session, not only across one loop's calls.
+fn session_duplicate(
+    memory: &LoopMemory,
+    title: &str,
+    norm: &str,
+) -> Option<(String, &'static str)> {
+    let session = memory.coordinator.session()?;
+    if norm.is_empty() {
+        return None;
+    }
+    let session = lock(session);
+    let dim = session.dimension_with_candidate(norm)?;
+    Some((
+        format!(
+            "duplicate submission: dimension \"{dim}\" of this bootstrap already submitted a candidate titled \"{title}\"; submit what this dimension adds, or stop"
+        ),
+        "submit_dedup.session",
+    ))
 }
 
 /// Records the call in the observation log and the session cache.
@@ -407,14 +440,25 @@ impl Middleware for ObservationRecord {
         let key = lock(&memory.pending_keys).remove(&call.id);
         if let (Some(session), CallResult::Ok(out)) = (memory.coordinator.session(), result) {
             let mut session = lock(session);
-            if !call.effect().is_side_effect_free() {
+            let effect = call.effect();
+            if matches!(
+                effect,
+                EffectClass::WritesProjectFiles | EffectClass::RunsCommands
+            ) {
                 session.invalidate_cache();
+            } else if !effect.is_side_effect_free() {
+                // Knowledge, memory and LLM calls change no file: reads of the project stay.
+                session.invalidate_non_project_reads();
             } else if let (Some(key), false) = (key, meta.cache_hit) {
                 let cached = CachedResult {
                     data: out.data.clone(),
                     text: out.text.clone(),
                 };
-                session.cache_result(key, cached, memory.now_ms());
+                if effect == EffectClass::ReadsProjectFiles {
+                    session.cache_project_read(key, cached, memory.now_ms());
+                } else {
+                    session.cache_result(key, cached, memory.now_ms());
+                }
             }
         }
         let obs = observation(call, result);

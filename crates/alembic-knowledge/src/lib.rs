@@ -29,6 +29,7 @@
 
 pub mod error;
 pub mod evolution;
+pub mod export;
 pub mod graph;
 pub mod guard;
 pub mod model;

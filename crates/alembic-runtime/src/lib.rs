@@ -28,6 +28,7 @@ pub use alembic_tools as tools;
 
 pub mod code_embedder;
 pub mod config;
+pub mod llm_provider;
 pub mod memory_config;
 
 use std::path::{Path, PathBuf};
@@ -101,6 +102,9 @@ pub struct ProjectServices {
     /// Cold-start analysis (`bootstrap_knowledge`, `alembic bootstrap`) over the code service,
     /// with the `[memory]` settings and the `[bootstrap]` dimensions of the config.
     pub bootstrap: Arc<alembic_bootstrap::Bootstrap>,
+    /// The LLM provider of the ai-analysis tools, or why there is none
+    /// ([`llm_provider::provider_slot`]).
+    pub llm: alembic_knowledge::tools::ProviderSlot,
 }
 
 impl std::fmt::Debug for ProjectServices {
@@ -141,6 +145,7 @@ impl ProjectServices {
                 ),
             ),
             bootstrap,
+            llm: llm_provider::provider_slot(),
         })
     }
 }
@@ -163,6 +168,11 @@ pub fn register_builtin_tools(
     )?;
     alembic_forge::tools::register_tools(registry, Arc::clone(&services.forge))?;
     alembic_bootstrap::register_tools(registry, Arc::clone(&services.bootstrap))?;
+    alembic_knowledge::tools::register_analysis_tools(
+        registry,
+        Arc::clone(&services.knowledge),
+        services.llm.clone(),
+    )?;
     Ok(())
 }
 

@@ -1,3 +1,4 @@
+mod bootstrap;
 mod loop_behaviour;
 mod roundtrip;
 mod scenario;

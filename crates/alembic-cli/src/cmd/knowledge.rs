@@ -1,17 +1,22 @@
-//! `alembic knowledge list|show|search|stats|approve|reject|publish|deprecate`
+//! `alembic knowledge list|show|search|stats|approve|reject|publish|deprecate|export`
 //!
 //! Reads and reviews the project's knowledge base (`.alembic/alembic.db`). Agents propose
 //! candidates with `submit_knowledge`; a person reviews them here: approve or reject a
 //! submitted candidate, publish an approved one, deprecate a published recipe. A review is a
 //! call of the lifecycle tool through the project's pipeline as caller `cli`, so it is
 //! policy-checked and audited like an agent's call, and recorded with `cli` as who and the
-//! given reason. Reads use the runtime's knowledge service directly.
+//! given reason. Reads use the runtime's knowledge service directly. `export` writes the
+//! published knowledge into an agent guideline file (see [`export`]).
+
+mod export;
 
 use alembic_runtime::ProjectRuntime;
 use alembic_runtime::knowledge::{Entry, Filter, Kind, KnowledgeError, KnowledgeStore, Status};
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
+
+pub use export::ExportArgs;
 
 use crate::exit::{Exit, UsageError};
 use crate::{CmdResult, ProjectArgs};
@@ -34,6 +39,9 @@ pub enum KnowledgeCommand {
     Publish(MoveArgs),
     /// Deprecate a published recipe (a --reason is required)
     Deprecate(MoveArgs),
+    /// Write the published knowledge into AGENTS.md, CLAUDE.md or .cursor/rules/alembic.mdc
+    /// (inside a marked block; text outside it is never touched)
+    Export(ExportArgs),
 }
 
 #[derive(Debug, Args)]
@@ -105,6 +113,7 @@ pub fn run(cmd: KnowledgeCommand) -> CmdResult {
         KnowledgeCommand::Reject(a) => mv(a, Status::Rejected),
         KnowledgeCommand::Publish(a) => mv(a, Status::Published),
         KnowledgeCommand::Deprecate(a) => mv(a, Status::Deprecated),
+        KnowledgeCommand::Export(a) => export::run(a),
     }
 }
 
@@ -123,7 +132,7 @@ fn read<T>(
     read_with(&rt, f)
 }
 
-fn read_with<T>(
+pub(crate) fn read_with<T>(
     rt: &ProjectRuntime,
     f: impl FnOnce(&mut KnowledgeStore) -> Result<T, KnowledgeError>,
 ) -> anyhow::Result<Result<T, KnowledgeError>> {

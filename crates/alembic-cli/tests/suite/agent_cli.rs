@@ -192,3 +192,62 @@ async fn chat_answers_lines_and_lists_tools() {
     );
     assert_eq!(server.requests().len(), 1);
 }
+
+/// `enrich_candidate` through `tools call` (caller cli, audited): the runtime resolves the
+/// provider as `ask` does; without one the tool says how to configure it.
+#[tokio::test(flavor = "multi_thread")]
+async fn enrich_candidate_uses_the_configured_provider_or_says_how_to_set_one() {
+    let server = FakeServer::start(ProviderKind::OpenAi).await.unwrap();
+    let (dir, home) = (project(), tempfile::tempdir().unwrap());
+    let mut submit = agent_cmd(dir.path(), home.path(), None);
+    submit.args([
+        "tools", "call", "submit_knowledge", "--json", "--args",
+        r#"{"title": "Payment goes through a coordinator", "content": {"markdown": "PaymentCoordinator holds the repository"}, "sources": ["Payment/PaymentCoordinator.swift"]}"#,
+    ]);
+    let out = output(submit).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let submitted: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let id = submitted["output"]["data"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let args = json!({"candidateId": id}).to_string();
+
+    let mut without = agent_cmd(dir.path(), home.path(), None);
+    without.args(["tools", "call", "enrich_candidate", "--args", &args]);
+    let out = output(without).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("this tool needs an llm provider: no llm provider is configured"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("OPENAI_API_KEY"), "{stderr}");
+
+    let body = json!({"summary": "Payments go through PaymentCoordinator.", "rationale": "One place owns the repository.", "tags": ["payment"]});
+    server.push(FakeTurn::text(body.to_string()));
+    let mut with = agent_cmd(dir.path(), home.path(), Some(&server));
+    with.args(["tools", "call", "enrich_candidate", "--args", &args]);
+    let out = output(with).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut show = agent_cmd(dir.path(), home.path(), None);
+    show.args(["knowledge", "show", &id, "--json"]);
+    let shown: Value = serde_json::from_slice(&output(show).await.stdout).unwrap();
+    assert_eq!(
+        shown["entry"]["description"],
+        "Payments go through PaymentCoordinator."
+    );
+    assert_eq!(
+        shown["entry"]["rationale"],
+        "One place owns the repository."
+    );
+    assert_eq!(server.requests().len(), 1);
+}

@@ -109,3 +109,139 @@ fn a_submission_is_reviewed_and_published_from_the_cli() {
             "knowledge entry 'k-missing' not found",
         ));
 }
+
+/// Submits, approves and publishes one entry from the command line; returns its id.
+fn publish_one(p: &std::path::Path) -> String {
+    let submitted = json_out(alembic(p).args([
+        "tools",
+        "call",
+        "submit_knowledge",
+        "--json",
+        "--args",
+        r#"{"title": "Retry requests with backoff", "content": {"markdown": "Client.send retries 3 times", "pattern": "retry(3) { send() }"}, "sources": ["src/client.rs"]}"#,
+    ]));
+    let id = submitted["output"]["data"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for step in ["approve", "publish"] {
+        alembic(p).args(["knowledge", step, &id]).assert().success();
+    }
+    id
+}
+
+#[test]
+fn export_writes_published_knowledge_inside_a_block_idempotently() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    let id = publish_one(p);
+    let mine = "# Team notes\n\nRun `make test` before pushing.\n";
+    std::fs::write(p.join("AGENTS.md"), mine).unwrap();
+
+    let first =
+        json_out(alembic(p).args(["knowledge", "export", "--format", "agents-md", "--json"]));
+    assert_eq!(
+        first["files"][0],
+        serde_json::json!({"path": "AGENTS.md", "status": "updated"})
+    );
+    assert_eq!(first["entries"], 1);
+    let written = std::fs::read_to_string(p.join("AGENTS.md")).unwrap();
+    assert!(written.starts_with(mine), "{written}");
+    assert!(
+        written.contains(&format!(
+            "- **Retry requests with backoff** (pattern, `{id}`)"
+        )),
+        "{written}"
+    );
+    assert!(
+        written
+            .trim_end()
+            .ends_with("<!-- alembic:end knowledge -->"),
+        "{written}"
+    );
+
+    alembic(p)
+        .args(["knowledge", "export", "--format", "agents-md"])
+        .assert()
+        .success()
+        .stdout("unchanged AGENTS.md (1 published entries)\n");
+    assert_eq!(
+        std::fs::read_to_string(p.join("AGENTS.md")).unwrap(),
+        written
+    );
+
+    // The write was a pipeline call as caller `cli`, audited.
+    let tail = json_out(alembic(p).args(["audit", "tail", "--json"]));
+    let writes: Vec<&Value> = tail
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["tool"] == "write_project_file")
+        .collect();
+    assert_eq!(writes.len(), 1, "{tail:#}");
+    assert_eq!(writes[0]["caller"], "cli");
+
+    // A duplicated block is refused, and the file stays as it was.
+    let broken = format!("{written}\n{written}");
+    std::fs::write(p.join("AGENTS.md"), &broken).unwrap();
+    alembic(p)
+        .args(["knowledge", "export", "--format", "agents-md"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "the alembic block markers are broken (2 begin markers",
+        ));
+    assert_eq!(
+        std::fs::read_to_string(p.join("AGENTS.md")).unwrap(),
+        broken
+    );
+}
+
+#[test]
+fn export_writes_cursor_rules_with_front_matter_and_refuses_paths_outside() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    publish_one(p);
+    let out =
+        json_out(alembic(p).args(["knowledge", "export", "--format", "cursor-rules", "--json"]));
+    let paths: Vec<&str> = out["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            ".cursor/rules/alembic.mdc",
+            ".cursor/rules/alembic-rust.mdc"
+        ]
+    );
+    let rust = std::fs::read_to_string(p.join(".cursor/rules/alembic-rust.mdc")).unwrap();
+    assert!(rust.starts_with(
+        "---\ndescription: Project knowledge from Alembic for rust code\nglobs: **/*.rs\nalwaysApply: false\n---\n"
+    ), "{rust}");
+    assert!(rust.contains("Retry requests with backoff"));
+    let general = std::fs::read_to_string(p.join(".cursor/rules/alembic.mdc")).unwrap();
+    assert!(general.contains("alwaysApply: true\n"), "{general}");
+
+    alembic(p)
+        .args([
+            "knowledge",
+            "export",
+            "--format",
+            "claude-md",
+            "--output",
+            "/tmp/elsewhere.md",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("is outside the project root"));
+    alembic(p)
+        .args(["knowledge", "export", "--format", "windsurf"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "accepted formats are agents-md, claude-md, cursor-rules",
+        ));
+}

@@ -77,6 +77,8 @@ struct Entry {
     result: CachedResult,
     inserted_ms: u64,
     last_used: u64,
+    /// A read of project files or code: only file writes and commands make it stale.
+    project_read: bool,
 }
 
 /// Hit and miss counters.
@@ -141,6 +143,24 @@ impl ToolResultCache {
 
     /// Stores a result, evicting the least recently used entry when full.
     pub fn put(&mut self, key: CacheKey, result: CachedResult, now_ms: u64) {
+        self.insert(key, result, now_ms, false);
+    }
+
+    /// Stores the result of a project-file or code read: it survives
+    /// [`ToolResultCache::clear_all_but_project_reads`].
+    pub fn put_project_read(&mut self, key: CacheKey, result: CachedResult, now_ms: u64) {
+        self.insert(key, result, now_ms, true);
+    }
+
+    /// Drops every entry but project reads (after a knowledge or memory write, which changes
+    /// what knowledge reads return but no file).
+    pub fn clear_all_but_project_reads(&mut self) {
+        let before = self.entries.len();
+        self.entries.retain(|_, e| e.project_read);
+        self.stats.evictions += (before - self.entries.len()) as u64;
+    }
+
+    fn insert(&mut self, key: CacheKey, result: CachedResult, now_ms: u64, project_read: bool) {
         if !self.entries.contains_key(&key) && self.entries.len() >= self.capacity {
             let oldest = self
                 .entries
@@ -157,6 +177,7 @@ impl ToolResultCache {
             result,
             inserted_ms: now_ms,
             last_used: self.use_counter,
+            project_read,
         };
         self.entries.insert(key, entry);
     }

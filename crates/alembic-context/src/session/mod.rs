@@ -186,6 +186,23 @@ impl SessionStore {
         self.state.reports[idx].candidates.push(candidate);
     }
 
+    /// The dimension that already submitted a candidate whose title, lower-cased with
+    /// whitespace collapsed, is `norm_title` (SubmitDedup across the dimensions of a session).
+    pub fn dimension_with_candidate(&self, norm_title: &str) -> Option<&str> {
+        let norm = |t: &str| {
+            t.split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+                .to_lowercase()
+        };
+        let wanted = norm(norm_title);
+        self.state
+            .reports
+            .iter()
+            .find(|r| r.candidates.iter().any(|c| norm(&c.title) == wanted))
+            .map(|r| r.dim_id.as_str())
+    }
+
     /// Indexes evidence that is not part of a report finding.
     pub fn add_evidence(&mut self, entry: EvidenceEntry) {
         self.state.extra_evidence.push(entry);
@@ -285,6 +302,17 @@ impl SessionStore {
     /// Caches a result of a read-only tool call.
     pub fn cache_result(&mut self, key: CacheKey, result: CachedResult, now_ms: u64) {
         self.cache.put(key, result, now_ms);
+    }
+
+    /// Caches a result of a project-file or code read (kept across knowledge writes, so the
+    /// dimensions of a bootstrap share their searches).
+    pub fn cache_project_read(&mut self, key: CacheKey, result: CachedResult, now_ms: u64) {
+        self.cache.put_project_read(key, result, now_ms);
+    }
+
+    /// Drops cached results that a knowledge or memory write may have made stale.
+    pub fn invalidate_non_project_reads(&mut self) {
+        self.cache.clear_all_but_project_reads();
     }
 
     /// A side-effect tool ran: cached searches may be stale.

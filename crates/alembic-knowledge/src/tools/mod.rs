@@ -1,5 +1,7 @@
 //! The knowledge tools: `query` (6), `lifecycle` (10), `knowledge-graph` (2), `guard` (4),
-//! `evolution-tools` (3), and the composites `submit_with_check` and `knowledge_overview`.
+//! `evolution-tools` (3), and the composites `submit_with_check` and `knowledge_overview`;
+//! and, registered apart with the project's LLM provider, the `ai-analysis` tools
+//! `enrich_candidate` and `refine_bootstrap_candidates` ([`register_analysis_tools`]).
 //!
 //! Each tool's arguments are a struct (see [`args`] for the shapes they share) and its
 //! handler receives the [`KnowledgeService`] and the runtime's [`SafetyServices`] it was
@@ -7,6 +9,7 @@
 //! only lists tools writes nothing. Every write records the caller's id as "who" in the
 //! entry's history.
 
+mod analysis;
 mod args;
 mod evolution;
 mod graph;
@@ -24,6 +27,8 @@ use alembic_tools::{
     RegistryError, ToolArgs, ToolContext, ToolDefinition, ToolError, ToolOutput, ToolRegistry,
     TypedTool,
 };
+
+pub use analysis::{ANALYSIS_TOOL_NAMES, ProviderSlot, register_analysis_tools};
 
 use crate::error::KnowledgeError;
 use crate::guard::{GuardRules, PROJECT_RULES_PATH};

@@ -1,3 +1,4 @@
+mod analysis;
 mod dedup;
 mod store;
 mod support;
