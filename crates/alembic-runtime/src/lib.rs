@@ -22,6 +22,7 @@ pub use alembic_knowledge as knowledge;
 pub use alembic_llm as llm;
 pub use alembic_memory as memory;
 pub use alembic_safety as safety;
+pub use alembic_skills as skills;
 pub use alembic_store as store;
 pub use alembic_tools as tools;
 
@@ -97,6 +98,8 @@ pub struct ProjectServices {
     pub loops: Arc<alembic_context::LoopDirectory>,
     /// Forged tools under `.alembic/tools/` and skills under `.alembic/skills/`.
     pub forge: Arc<alembic_forge::tools::ForgeService>,
+    /// The project's skills (`.alembic/skills/`) and the built-in ones.
+    pub skills: Arc<alembic_skills::SkillService>,
 }
 
 impl std::fmt::Debug for ProjectServices {
@@ -125,6 +128,7 @@ impl ProjectServices {
             ),
             loops: Arc::new(alembic_context::LoopDirectory::default()),
             forge: Arc::new(alembic_forge::tools::ForgeService::for_project(root)),
+            skills: Arc::new(alembic_skills::SkillService::for_project(root)),
         })
     }
 }
@@ -146,6 +150,12 @@ pub fn register_builtin_tools(
         Arc::clone(&services.safety),
     )?;
     alembic_forge::tools::register_tools(registry, Arc::clone(&services.forge))?;
+    alembic_skills::register_tools(
+        registry,
+        Arc::clone(&services.skills),
+        Arc::clone(&services.knowledge),
+        Arc::clone(&services.memory),
+    )?;
     Ok(())
 }
 

@@ -164,8 +164,7 @@ async fn create(
     args: CreateArgs,
     ctx: ToolContext,
 ) -> Result<ToolOutput, ToolError> {
-    let skill = new_skill(args.name, args.description, args.content, args.arguments)?;
-    let mut skill = skill;
+    let mut skill = new_skill(args.name, args.description, args.content, args.arguments)?;
     skill.created_by = Some(ctx.caller.id.clone());
     let mode = if args.overwrite {
         WriteMode::Overwrite
