@@ -50,6 +50,8 @@ pub enum ForgeError {
     Sandbox(#[from] SandboxError),
     #[error(transparent)]
     Registry(#[from] RegistryError),
+    #[error("cannot promote \"{name}\" to a skill: {reason}")]
+    Skill { name: String, reason: String },
     #[error("cannot {action} {path}: {source}")]
     Io {
         action: &'static str,

@@ -1,8 +1,12 @@
 //! Promotion: a forged tool becomes a skill with documentation, a parameter schema and
-//! examples (`.alembic/skills/NAME/SKILL.md` and `schema.json`).
+//! examples. The skill is written in the one skill format of `alembic-skills`
+//! (`.alembic/skills/<kebab-name>/SKILL.md`, source `forged`, the tool's schema as its
+//! `arguments`), so `load_skill` and the MCP server read it like any other skill.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+
+use alembic_skills::{Skill, SkillLocation, SkillSource, WriteMode, skill_name_for_tool};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -56,24 +60,39 @@ fn description(tool: &SavedTool) -> &str {
     }
 }
 
-/// The SKILL.md text. `parameters` is the registered tool's schema.
+/// The skill of a forged tool. `parameters` is the registered tool's schema.
+pub fn skill_for(tool: &SavedTool, parameters: &Value, examples: &[SkillExample]) -> Skill {
+    let name = tool.name();
+    let summary = description(tool).lines().next().unwrap_or("").trim();
+    let summary = if summary.is_empty() {
+        format!("The forged tool `{name}`.")
+    } else {
+        summary.to_string()
+    };
+    let mut skill = Skill::new(
+        &skill_name_for_tool(name),
+        &summary,
+        &skill_body(tool, parameters, examples),
+    );
+    skill.source = SkillSource::Forged;
+    skill.tool = Some(name.to_string());
+    skill.arguments = Some(parameters.clone());
+    skill
+}
+
+/// The SKILL.md text of a forged tool (see [`skill_for`]).
 pub fn skill_markdown(tool: &SavedTool, parameters: &Value, examples: &[SkillExample]) -> String {
+    skill_for(tool, parameters, examples).render()
+}
+
+fn skill_body(tool: &SavedTool, parameters: &Value, examples: &[SkillExample]) -> String {
     let name = tool.name();
     let mut md = String::new();
-    let summary = description(tool)
-        .lines()
-        .next()
-        .unwrap_or("")
-        .replace('"', "'");
-    let _ = writeln!(
-        md,
-        "---\nname: {name}\ndescription: \"{summary}\"\nsource: forged ({})\n---\n",
-        tool.mode().as_str()
-    );
     let _ = writeln!(md, "# {name}\n\n{}\n", description(tool));
     let _ = writeln!(
         md,
-        "Call it as the tool `{name}`; its parameter schema is in `schema.json`.\n"
+        "Call it as the tool `{name}` (forged, {}); its parameter schema is the `arguments` of this skill.\n",
+        tool.mode().as_str()
     );
     md.push_str(&parameters_table(parameters));
     md.push_str(&how_it_works(tool));
@@ -188,27 +207,29 @@ fn how_it_works(tool: &SavedTool) -> String {
     md
 }
 
-/// Writes `SKILL.md` and `schema.json` under `skills_dir/NAME/`; returns the directory.
+/// Writes the skill of `tool` into the project at `root` (replacing an earlier promotion of
+/// it) and returns its `SKILL.md` path.
 pub fn write_skill(
-    skills_dir: &Path,
+    root: &Path,
     tool: &SavedTool,
     parameters: &Value,
     examples: &[SkillExample],
 ) -> Result<PathBuf, ForgeError> {
-    let dir = skills_dir.join(tool.name());
-    let io = |action: &'static str, path: &Path, e: std::io::Error| ForgeError::Io {
-        action,
-        path: path.to_path_buf(),
-        source: e,
+    let skill = skill_for(tool, parameters, examples);
+    let failed = |reason: String| ForgeError::Skill {
+        name: tool.name().to_string(),
+        reason,
     };
-    std::fs::create_dir_all(&dir).map_err(|e| io("create", &dir, e))?;
-    let md_path = dir.join("SKILL.md");
-    std::fs::write(&md_path, skill_markdown(tool, parameters, examples))
-        .map_err(|e| io("write", &md_path, e))?;
-    let schema =
-        json!({"name": tool.name(), "description": description(tool), "parameters": parameters});
-    let schema_path = dir.join("schema.json");
-    std::fs::write(&schema_path, pretty(&schema) + "\n")
-        .map_err(|e| io("write", &schema_path, e))?;
-    Ok(dir)
+    // Promoting again replaces the earlier promotion, never a skill someone wrote.
+    if let Ok(existing) = alembic_skills::read_skill(root, &skill.name)
+        && existing.location == SkillLocation::Project
+        && existing.skill.tool.as_deref() != Some(tool.name())
+    {
+        return Err(failed(format!(
+            "the project already has a skill \"{}\" that is not a promotion of this tool; remove or rename it first",
+            skill.name
+        )));
+    }
+    alembic_skills::write_skill(root, &skill, WriteMode::Overwrite)
+        .map_err(|e| failed(e.to_string()))
 }

@@ -6,7 +6,8 @@
 //!   composition spec);
 //! - `.alembic/tools/.temporary/NAME.json`: a forged tool that is not saved yet, with its expiry,
 //!   so that short-lived processes (each CLI command) share the TTL registry;
-//! - `.alembic/skills/NAME/SKILL.md` + `schema.json`: a promoted tool.
+//! - `.alembic/skills/<kebab-name>/SKILL.md`: a promoted tool, in the one skill format of
+//!   `alembic-skills`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -140,8 +141,13 @@ impl ToolStore {
         self.dir().join(".temporary")
     }
 
+    /// The project root whose `.alembic/` this store lives in.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
     pub fn skills_dir(&self) -> PathBuf {
-        self.root.join(alembic_store::STATE_DIR).join("skills")
+        alembic_skills::skills_dir(&self.root)
     }
 
     fn saved_paths(&self) -> Vec<PathBuf> {

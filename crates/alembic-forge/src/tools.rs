@@ -25,6 +25,8 @@ use serde_json::{Map, Value, json};
 
 use crate::clock::{Clock, SystemClock};
 use crate::generate::CodeGenerator;
+use alembic_skills::skill_name_for_tool;
+
 use crate::skill::{SkillExample, built_in_examples, write_skill};
 use crate::store::{Lifetime, ToolStore};
 use crate::temporary::TemporaryToolRegistry;
@@ -176,7 +178,7 @@ fn forge_remove(forge: Arc<ForgeService>) -> ToolDefinition {
 fn forge_promote(forge: Arc<ForgeService>) -> ToolDefinition {
     ToolDefinition::typed::<PromoteArgs>(
         "forge_promote",
-        "Turn a forged tool into a skill: .alembic/skills/NAME/SKILL.md (description, parameters, how it works, examples) and schema.json. Each example call is run as a nested call and its result recorded.",
+        "Turn a forged tool into a skill: .alembic/skills/NAME-IN-KEBAB-CASE/SKILL.md (description, parameter schema as its arguments, how it works, examples). Each example call is run as a nested call and its result recorded.",
         ToolModule::Infrastructure,
         EffectClass::WritesProjectFiles,
     )
@@ -261,19 +263,22 @@ async fn promote(
     };
     let mut examples = built_in_examples(&tool);
     examples.extend(run_examples(&ctx, name, args.examples.unwrap_or_default()).await?);
-    let dir = write_skill(
-        &forge.store.skills_dir(),
+    let path = write_skill(
+        forge.store.root(),
         &tool,
         &registered.definition.parameters,
         &examples,
     )
     .map_err(failed)?;
+    let skill = skill_name_for_tool(name);
     let text = format!(
-        "promoted \"{name}\" to a skill in {} ({} example(s))",
-        dir.display(),
+        "promoted \"{name}\" to the skill \"{skill}\" in {} ({} example(s))",
+        path.display(),
         examples.len()
     );
-    let data = json!({"name": name, "dir": dir, "examples": examples.len()});
+    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let data =
+        json!({"name": name, "skill": skill, "dir": dir, "path": path, "examples": examples.len()});
     Ok(ToolOutput::new(data, text))
 }
 

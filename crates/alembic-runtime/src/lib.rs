@@ -23,6 +23,7 @@ pub use alembic_knowledge as knowledge;
 pub use alembic_llm as llm;
 pub use alembic_memory as memory;
 pub use alembic_safety as safety;
+pub use alembic_skills as skills;
 pub use alembic_store as store;
 pub use alembic_tools as tools;
 
@@ -105,6 +106,8 @@ pub struct ProjectServices {
     /// The LLM provider of the ai-analysis tools, or why there is none
     /// ([`llm_provider::provider_slot`]).
     pub llm: alembic_knowledge::tools::ProviderSlot,
+    /// The project's skills (`.alembic/skills/`) and the built-in ones.
+    pub skills: Arc<alembic_skills::SkillService>,
 }
 
 impl std::fmt::Debug for ProjectServices {
@@ -146,6 +149,7 @@ impl ProjectServices {
             ),
             bootstrap,
             llm: llm_provider::provider_slot(),
+            skills: Arc::new(alembic_skills::SkillService::for_project(root)),
         })
     }
 }
@@ -172,6 +176,12 @@ pub fn register_builtin_tools(
         registry,
         Arc::clone(&services.knowledge),
         services.llm.clone(),
+    )?;
+    alembic_skills::register_tools(
+        registry,
+        Arc::clone(&services.skills),
+        Arc::clone(&services.knowledge),
+        Arc::clone(&services.memory),
     )?;
     Ok(())
 }

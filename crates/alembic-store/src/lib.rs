@@ -15,6 +15,7 @@
 //! ```
 
 mod fts;
+pub mod layout;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -36,6 +37,11 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 pub enum StoreError {
     #[error("cannot create state directory {path}: {source}")]
     CreateDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot write {path}: {source}")]
+    Write {
         path: PathBuf,
         source: std::io::Error,
     },

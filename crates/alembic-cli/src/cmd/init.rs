@@ -5,6 +5,8 @@ use std::fs;
 use anyhow::Context;
 use clap::Args;
 
+use alembic_runtime::store::layout::{self, GitignoreChange};
+
 use crate::exit::Exit;
 use crate::{CmdResult, ProjectArgs};
 
@@ -38,10 +40,16 @@ pub fn run(args: InitArgs) -> CmdResult {
             .with_context(|| format!("cannot write {}", config.display()))?;
         println!("wrote {}", config.display());
     }
-    // Keep the state directory out of version control.
+    // Keep only the local state (database, audit log, temporary files) out of version
+    // control; skills, saved tools, guard rules and config are shared with the team.
     let ignore = dir.join(".gitignore");
-    if !ignore.exists() {
-        fs::write(&ignore, "*\n").with_context(|| format!("cannot write {}", ignore.display()))?;
+    match layout::ensure_gitignore(root)? {
+        GitignoreChange::Written => println!("wrote {}", ignore.display()),
+        GitignoreChange::Upgraded => println!(
+            "updated {}: it ignored everything (`*`); now it ignores only the local state (database, audit log, temporary files), so skills, saved tools, guard rules and config can be committed",
+            ignore.display()
+        ),
+        GitignoreChange::Kept => {}
     }
     alembic_runtime::store::open_project(root).context("cannot create the project database")?;
     println!("initialised {}", dir.display());

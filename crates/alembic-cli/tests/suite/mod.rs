@@ -8,6 +8,7 @@ mod mcp_python;
 mod mcp_robustness;
 mod memory_cli;
 mod safety_cli;
+mod skills_cli;
 mod tools_cli;
 
 use assert_cmd::Command;

@@ -177,19 +177,27 @@ fn promotion_writes_docs_schema_and_examples() {
     examples[0].result = Some(json!({"classes": ["APIClient"], "callGraph": [], "patterns": []}));
     let md = skill_markdown(&tool, &spec.parameters, &examples);
     insta::assert_snapshot!("skill_analyze_networkkit", md);
-    let skill_dir = write_skill(
-        &dir.path().join("skills"),
-        &tool,
-        &spec.parameters,
-        &examples,
-    )
-    .unwrap();
-    let schema: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(skill_dir.join("schema.json")).unwrap())
-            .unwrap();
-    assert_eq!(schema["name"], json!("analyze_networkkit"));
+    let skill_md = write_skill(dir.path(), &tool, &spec.parameters, &examples).unwrap();
     assert_eq!(
-        std::fs::read_to_string(skill_dir.join("SKILL.md")).unwrap(),
-        md
+        skill_md,
+        dir.path()
+            .join(".alembic/skills/analyze-networkkit/SKILL.md")
     );
+    assert_eq!(std::fs::read_to_string(&skill_md).unwrap(), md);
+    // read back through the one reader: the schema is the skill's arguments
+    let read = alembic_skills::read_skill(dir.path(), "analyze-networkkit").unwrap();
+    assert_eq!(read.skill.tool.as_deref(), Some("analyze_networkkit"));
+    assert_eq!(read.skill.arguments, Some(spec.parameters.clone()));
+    assert_eq!(read.skill.source, alembic_skills::SkillSource::Forged);
+
+    // promoting again replaces the promotion, but never a skill someone wrote
+    write_skill(dir.path(), &tool, &spec.parameters, &[]).unwrap();
+    let mine = alembic_skills::Skill::new("analyze-networkkit", "hand-written", "mine\n");
+    alembic_skills::write_skill(dir.path(), &mine, alembic_skills::WriteMode::Overwrite).unwrap();
+    let err = write_skill(dir.path(), &tool, &spec.parameters, &examples).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "cannot promote \"analyze_networkkit\" to a skill: the project already has a skill \"analyze-networkkit\" that is not a promotion of this tool; remove or rename it first"
+    );
+    assert_eq!(std::fs::read_to_string(&skill_md).unwrap(), mine.render());
 }

@@ -182,13 +182,28 @@ fn promote_runs_each_example_as_a_nested_audited_call() {
     );
     let promoted = data(&outcome);
     assert_eq!(promoted["examples"], json!(1));
-    let skill = f.store.skills_dir().join("network_classes");
+    let skill = f.store.skills_dir().join("network-classes");
+    assert_eq!(promoted["path"], json!(skill.join("SKILL.md")));
     let md = std::fs::read_to_string(skill.join("SKILL.md")).unwrap();
     assert!(
         md.contains("### example call 1") && md.contains("APIClient"),
         "{md}"
     );
-    assert!(skill.join("schema.json").is_file());
+    // the one skill format: the tool's schema is the skill's arguments
+    let read = alembic_skills::read_skill(f.store.root(), "network-classes").unwrap();
+    assert_eq!(
+        (read.skill.tool.as_deref(), read.skill.arguments.as_ref()),
+        (
+            Some("network_classes"),
+            Some(
+                &f.h.registry
+                    .get("network_classes")
+                    .unwrap()
+                    .definition
+                    .parameters
+            )
+        )
+    );
 
     let audit = f.h.audit.entries();
     let example = audit

@@ -1,0 +1,3 @@
+mod suggest;
+mod support;
+mod tools;
