@@ -70,6 +70,7 @@ pub struct ProjectRuntime {
     safety: Arc<dyn SafetyCheck>,
     audit: Option<Arc<AuditLog>>,
     forged_tools: Vec<String>,
+    temporary: alembic_forge::TemporaryToolRegistry,
 }
 
 impl std::fmt::Debug for ProjectRuntime {
@@ -157,7 +158,8 @@ impl ProjectRuntime {
         let services = ProjectServices::for_project(&root, &config)?;
         let registry = Arc::new(ToolRegistry::new());
         register_builtin_tools(&registry, &services)?;
-        let forged = load_forged_tools(&registry, &root, &config);
+        let temporary = alembic_forge::TemporaryToolRegistry::new(Arc::clone(&registry));
+        let forged = load_forged_tools(&temporary, &root, &config);
         let forged_tools = forged.saved.into_iter().chain(forged.temporary).collect();
         let safety = alembic_safety::PolicySafetyCheck::new(Arc::clone(&services.safety));
         Ok(ProjectRuntime {
@@ -168,6 +170,7 @@ impl ProjectRuntime {
             safety: Arc::new(safety),
             audit: None,
             forged_tools,
+            temporary,
         })
     }
 
@@ -194,6 +197,14 @@ impl ProjectRuntime {
     /// Names of the forged tools loaded from `.alembic/tools/`.
     pub fn forged_tools(&self) -> &[String] {
         &self.forged_tools
+    }
+
+    /// The project's temporary forged tools (reloaded from `.alembic/tools/.temporary/`, and
+    /// those forged during this process). A tool expires when it is next called or when
+    /// [`alembic_forge::TemporaryToolRegistry::cleanup`] runs; a long-lived front end (the MCP
+    /// server) runs the cleanup on a timer so that an expiry reaches its clients.
+    pub fn temporary_tools(&self) -> &alembic_forge::TemporaryToolRegistry {
+        &self.temporary
     }
 
     /// A pipeline over the built-in tools with the project's safety policy and audit log.
@@ -288,13 +299,12 @@ fn project_root(root: &Path) -> Result<PathBuf, RuntimeError> {
 /// file is logged and skipped, so one bad tool never stops the runtime; a forged tool never
 /// replaces a built-in.
 pub fn load_forged_tools(
-    registry: &Arc<ToolRegistry>,
+    temporary: &alembic_forge::TemporaryToolRegistry,
     root: &Path,
     config: &ProjectConfig,
 ) -> alembic_forge::store::LoadReport {
-    let temporary = alembic_forge::TemporaryToolRegistry::new(Arc::clone(registry));
     let generate = alembic_forge::generate::generate_enabled_here(config.section("forge"));
-    let report = alembic_forge::store::load_into(registry, &temporary, root, generate);
+    let report = alembic_forge::store::load_into(temporary.registry(), temporary, root, generate);
     for error in &report.errors {
         tracing::warn!("forged tool not loaded: {error}");
     }

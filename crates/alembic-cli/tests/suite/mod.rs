@@ -3,6 +3,7 @@ mod audit_cli;
 mod forge_cli;
 mod index_cli;
 mod knowledge_cli;
+mod mcp_conformance;
 mod mcp_python;
 mod mcp_robustness;
 mod memory_cli;
