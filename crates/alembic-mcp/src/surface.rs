@@ -136,6 +136,7 @@ impl AlembicServer {
                 prompts::complete_argument(c.skills.as_ref(), &p.name, &arg.name, &arg.value)
             }
             Reference::Resource(r) => c.complete_variable(&r.uri, &arg.name, &arg.value),
+            _ => Vec::new(),
         })
         .await?;
         Ok(CompleteResult::new(completion_info(values)))
