@@ -14,7 +14,8 @@ use crate::skills::{Skill, SkillSource};
 /// The prompt of a skill.
 pub fn prompt_for(skill: &Skill) -> Prompt {
     let required = required_names(&skill.parameters);
-    let arguments: Vec<PromptArgument> = properties(&skill.parameters)
+    // Sorted by name, whatever order the schema's map keeps.
+    let mut arguments: Vec<PromptArgument> = properties(&skill.parameters)
         .map(|props| {
             props
                 .iter()
@@ -28,6 +29,7 @@ pub fn prompt_for(skill: &Skill) -> Prompt {
                 .collect()
         })
         .unwrap_or_default();
+    arguments.sort_by(|a, b| a.name.cmp(&b.name));
     Prompt::new(&skill.name, Some(&skill.description), Some(arguments))
 }
 
