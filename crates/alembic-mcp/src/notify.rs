@@ -96,7 +96,9 @@ async fn watch_session(sources: WatchSources, state: Arc<SessionState>, peer: Pe
     let mut tools = sources.registry.subscribe_changes();
     tools.borrow_and_update();
     let mut level = state.level.subscribe();
-    let mut logs: Option<broadcast::Receiver<LogRecord>> = None;
+    // A level set before this task subscribed counts too.
+    let mut logs: Option<broadcast::Receiver<LogRecord>> =
+        level.borrow_and_update().map(|_| logging::subscribe());
     let mut tick = tokio::time::interval(sources.poll);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut last = blocking_snapshot(&sources.content).await;
