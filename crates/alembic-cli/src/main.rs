@@ -86,12 +86,21 @@ fn main() {
     std::process::exit(exit::report(result));
 }
 
+/// Logs to stderr at `ALEMBIC_LOG` (warn by default) and, separately, copies Alembic's own
+/// events to the MCP log bus, which `alembic mcp` forwards to clients that set a level.
 fn init_tracing() {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
     let filter = tracing_subscriber::EnvFilter::try_from_env("ALEMBIC_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+    tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_filter(filter),
+        )
+        .with(alembic_mcp::logging::layer())
         .init();
 }
 

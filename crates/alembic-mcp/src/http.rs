@@ -83,7 +83,7 @@ impl HttpEndpoint {
             .with_allowed_hosts(allowed_hosts(self.local_addr, extra_hosts))
             .with_cancellation_token(shutdown.child_token());
         let service = StreamableHttpService::new(
-            move || Ok(server.clone()),
+            move || Ok(server.for_session()),
             Arc::new(LocalSessionManager::default()),
             config,
         );

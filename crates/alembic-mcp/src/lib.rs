@@ -17,6 +17,11 @@
 //!   request. A request with a `progressToken` gets the handler's `ctx.progress(..)` reports
 //!   as progress notifications.
 //!
+//! - Resources (`alembic://overview`, `alembic://recipe/{id}`, `alembic://skill/{name}`,
+//!   `alembic://memories/{scope}`), prompts (one per skill), `completion/complete`,
+//!   `logging/setLevel` with log notifications, and `list_changed` / `resources/updated`
+//!   notifications (see the `resources`, `prompts`, `logging` modules and `notify.rs`).
+//!
 //! Main types: [`AlembicServer`] (the rmcp `ServerHandler`), [`LineTransport`] (stdio that
 //! answers every request), [`HttpEndpoint`] (streamable HTTP under `/mcp`).
 //!
@@ -32,12 +37,21 @@
 
 mod convert;
 pub mod http;
+pub mod logging;
+mod notify;
+pub mod prompts;
+pub mod resources;
 mod server;
+pub mod skills;
 pub mod stdio;
+mod surface;
 
 pub use convert::{caller_id, result_for_outcome, tool_for_mcp};
 pub use http::{HttpEndpoint, MCP_PATH, parse_bind_addr};
+pub use notify::DEFAULT_POLL;
+pub use resources::ProjectContent;
 pub use server::{AlembicServer, AuditFlush};
+pub use skills::{Skill, SkillDir, SkillSource};
 pub use stdio::{LineTransport, MAX_LINE_BYTES};
 
 use std::net::SocketAddr;
@@ -84,7 +98,7 @@ where
 {
     let transport = LineTransport::new(reader, writer);
     loop {
-        match rmcp::serve_server(server.clone(), transport.clone()).await {
+        match rmcp::serve_server(server.for_session(), transport.clone()).await {
             Ok(running) => {
                 let reason = running
                     .waiting()

@@ -1,16 +1,25 @@
 //! The MCP server handler: `tools/list` from the registry filtered by the preset,
-//! `tools/call` through the whole pipeline with cancellation and progress.
+//! `tools/call` through the whole pipeline with cancellation and progress; resources,
+//! prompts, completion and logging are answered by `surface.rs`, notifications by
+//! `notify.rs`.
 
 use std::sync::Arc;
 
 use alembic_runtime::ProjectRuntime;
 use alembic_tools::{Allowlist, Caller, Pipeline, ToolCall, ToolEvent, ToolEventKind};
+#[allow(
+    deprecated,
+    reason = "MCP logging (SEP-2577 deprecates it) is still in 2025-11-25"
+)]
+use rmcp::model::SetLevelRequestParams;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerCapabilities,
-    ServerConfig,
+    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
+    GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ProgressToken, ReadResourceRequestParams, ReadResourceResponse,
+    ServerCapabilities, ServerConfig, SubscribeRequestParams, UnsubscribeRequestParams,
 };
-use rmcp::service::{Peer, RequestContext};
+use rmcp::service::{NotificationContext, Peer, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 use tokio::sync::broadcast;
@@ -18,6 +27,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::McpError;
 use crate::convert::{caller_id, result_for_outcome, tool_for_mcp};
+use crate::notify::{self, SessionState, WatchSources};
+use crate::resources::ProjectContent;
+use crate::skills::{SkillDir, SkillSource};
 
 const INSTRUCTIONS: &str = "Alembic exposes this project's code-intelligence, memory and guard tools. \
 Every call runs through Alembic's pipeline: the preset's allowlist, path confinement beneath the \
@@ -27,16 +39,32 @@ as an error result that names the rule.";
 /// Waits for audit records to reach the disk; the runtime's audit log in production.
 pub type AuditFlush = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
 
-/// Alembic's MCP server. Cheap to clone: every HTTP session gets a clone sharing one pipeline.
+/// Alembic's MCP server. Cheap to clone: clones share the pipeline and the session state;
+/// [`AlembicServer::for_session`] gives a new session (log level, subscriptions) over the
+/// same pipeline, as each HTTP session and each stdio handshake gets.
 #[derive(Clone)]
 pub struct AlembicServer {
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) session: Arc<SessionState>,
 }
 
-struct Shared {
-    pipeline: Arc<Pipeline>,
+pub(crate) struct Shared {
+    pub(crate) pipeline: Arc<Pipeline>,
     allowlist: Allowlist,
     flush: Option<AuditFlush>,
+    pub(crate) watch: WatchSources,
+}
+
+/// A skill source with no skills (servers built from parts).
+struct NoSkills;
+
+impl SkillSource for NoSkills {
+    fn list(&self) -> Vec<crate::skills::Skill> {
+        Vec::new()
+    }
+    fn read(&self, _name: &str) -> Option<crate::skills::Skill> {
+        None
+    }
 }
 
 impl std::fmt::Debug for AlembicServer {
@@ -56,8 +84,67 @@ impl AlembicServer {
             .map_err(|e| McpError::Setup(e.to_string()))?
             .allowlist;
         let pipeline = runtime.pipeline();
+        let services = runtime.services();
+        let content = ProjectContent {
+            knowledge: Some(Arc::clone(&services.knowledge)),
+            memory: Some(Arc::clone(&services.memory)),
+            skills: Arc::new(SkillDir::for_project(&runtime.root)),
+        };
+        let temporary = runtime.temporary_tools().clone();
         let flush: AuditFlush = Arc::new(move || runtime.flush_audit().map_err(|e| e.to_string()));
-        Ok(Self::from_parts(pipeline, allowlist, Some(flush)))
+        Ok(Self::from_parts(pipeline, allowlist, Some(flush))
+            .with_content(content)
+            .with_temporary(temporary))
+    }
+
+    /// Publishes `content` as resources and prompts.
+    pub fn with_content(self, content: ProjectContent) -> Self {
+        self.map_watch(|w| w.content = content)
+    }
+
+    /// Runs `temporary`'s expiry cleanup on the poll timer, and lists and allows its tools
+    /// (a forged tool's steps are nested calls checked against the same allowlist).
+    pub fn with_temporary(self, temporary: alembic_runtime::forge::TemporaryToolRegistry) -> Self {
+        self.map_watch(|w| w.temporary = Some(temporary))
+    }
+
+    /// How often stores are polled for changes and expired tools cleaned up.
+    pub fn with_poll_interval(self, poll: std::time::Duration) -> Self {
+        self.map_watch(|w| w.poll = poll)
+    }
+
+    fn map_watch(self, f: impl FnOnce(&mut WatchSources)) -> Self {
+        let mut watch = self.shared.watch.clone();
+        f(&mut watch);
+        let shared = Shared {
+            pipeline: Arc::clone(&self.shared.pipeline),
+            allowlist: self.shared.allowlist.clone(),
+            flush: self.shared.flush.clone(),
+            watch,
+        };
+        AlembicServer {
+            shared: Arc::new(shared),
+            session: self.session,
+        }
+    }
+
+    /// A new session over the same pipeline and stores.
+    pub fn for_session(&self) -> Self {
+        AlembicServer {
+            shared: Arc::clone(&self.shared),
+            session: Arc::new(SessionState::default()),
+        }
+    }
+
+    /// The preset's tools plus the live temporary forged tools.
+    pub(crate) fn allowlist(&self) -> Allowlist {
+        let mut allowlist = self.shared.allowlist.clone();
+        if let Some(t) = &self.shared.watch.temporary {
+            for info in t.list() {
+                allowlist.insert(info.name);
+            }
+        }
+        allowlist
     }
 
     /// A server over any pipeline (tests and embedders build their own).
@@ -66,12 +153,24 @@ impl AlembicServer {
         allowlist: Allowlist,
         flush: Option<AuditFlush>,
     ) -> Self {
+        let watch = WatchSources {
+            registry: Arc::clone(pipeline.registry()),
+            temporary: None,
+            content: ProjectContent {
+                knowledge: None,
+                memory: None,
+                skills: Arc::new(NoSkills),
+            },
+            poll: notify::DEFAULT_POLL,
+        };
         AlembicServer {
             shared: Arc::new(Shared {
                 pipeline,
                 allowlist,
                 flush,
+                watch,
             }),
+            session: Arc::new(SessionState::default()),
         }
     }
 
@@ -94,7 +193,7 @@ impl AlembicServer {
         context: RequestContext<RoleServer>,
     ) -> CallToolResponse {
         let client = context.client_info().map(|i| i.name);
-        let caller = Caller::new(caller_id(client.as_deref()), self.shared.allowlist.clone());
+        let caller = Caller::new(caller_id(client.as_deref()), self.allowlist());
         let args = request
             .arguments
             .map(Value::Object)
@@ -223,8 +322,23 @@ fn progress_value(last: f64, fraction: Option<f64>) -> (f64, Option<f64>) {
 }
 
 impl ServerHandler for AlembicServer {
+    #[allow(
+        deprecated,
+        reason = "MCP logging (SEP-2577 deprecates it) is still in 2025-11-25"
+    )]
     fn get_info(&self) -> ServerConfig {
-        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
+        let capabilities = ServerCapabilities::builder()
+            .enable_logging()
+            .enable_completions()
+            .enable_prompts()
+            .enable_resources()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_prompts_list_changed()
+            .enable_resources_list_changed()
+            .enable_resources_subscribe()
+            .build();
+        let mut info = ServerConfig::new(capabilities);
         info.server_info = Implementation::new("alembic", env!("CARGO_PKG_VERSION"))
             .with_title("Alembic tool runtime");
         info.instructions = Some(INSTRUCTIONS.to_string());
@@ -240,11 +354,102 @@ impl ServerHandler for AlembicServer {
             .shared
             .pipeline
             .registry()
-            .definitions(&self.shared.allowlist)
+            .definitions(&self.allowlist())
             .iter()
             .map(tool_for_mcp)
             .collect();
         Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        notify::start(
+            self.shared.watch.clone(),
+            Arc::clone(&self.session),
+            context.peer,
+        );
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        self.resource_list().await
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(ListResourceTemplatesResult::with_all_items(
+            ProjectContent::templates(),
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        self.resource_read(request.uri, context)
+            .await
+            .map(Into::into)
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.resource_subscribe(request.uri).await
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.resource_unsubscribe(&request.uri);
+        Ok(())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        self.prompt_list().await
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        self.prompt_get(request).await.map(Into::into)
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        self.completion(request).await
+    }
+
+    #[allow(
+        deprecated,
+        reason = "MCP logging (SEP-2577 deprecates it) is still in 2025-11-25"
+    )]
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        tracing::debug!(level = ?request.level, "client set the log level");
+        self.session.level.send_replace(Some(request.level));
+        Ok(())
     }
 
     async fn call_tool(

@@ -73,6 +73,7 @@ pub struct ProjectRuntime {
     safety: Arc<dyn SafetyCheck>,
     audit: Option<Arc<AuditLog>>,
     forged_tools: Vec<String>,
+    temporary: alembic_forge::TemporaryToolRegistry,
 }
 
 impl std::fmt::Debug for ProjectRuntime {
@@ -206,6 +207,7 @@ impl ProjectRuntime {
             safety: Arc::new(safety),
             audit: None,
             forged_tools,
+            temporary,
         })
     }
 
@@ -234,6 +236,14 @@ impl ProjectRuntime {
     /// Names of the forged tools loaded from `.alembic/tools/`.
     pub fn forged_tools(&self) -> &[String] {
         &self.forged_tools
+    }
+
+    /// The project's temporary forged tools (reloaded from `.alembic/tools/.temporary/`, and
+    /// those forged during this process). A tool expires when it is next called or when
+    /// [`alembic_forge::TemporaryToolRegistry::cleanup`] runs; a long-lived front end (the MCP
+    /// server) runs the cleanup on a timer so that an expiry reaches its clients.
+    pub fn temporary_tools(&self) -> &alembic_forge::TemporaryToolRegistry {
+        &self.temporary
     }
 
     /// A pipeline over the built-in tools with the project's safety policy and audit log.

@@ -37,9 +37,23 @@ impl std::fmt::Debug for RegisteredTool {
 }
 
 /// All tools known to a process. Thread-safe; forged tools are added and removed at run time.
-#[derive(Debug, Default)]
+///
+/// Every change (a registration, a removal) bumps a generation published on a
+/// [`tokio::sync::watch`] channel, so a front end can tell its clients that the tool list
+/// changed (MCP `notifications/tools/list_changed`) without polling the map.
+#[derive(Debug)]
 pub struct ToolRegistry {
     tools: RwLock<BTreeMap<String, Arc<RegisteredTool>>>,
+    changes: tokio::sync::watch::Sender<u64>,
+}
+
+impl Default for ToolRegistry {
+    fn default() -> Self {
+        ToolRegistry {
+            tools: RwLock::default(),
+            changes: tokio::sync::watch::Sender::new(0),
+        }
+    }
 }
 
 /// `^[a-z][a-z0-9]*(_[a-z0-9]+)*$`, at most 64 characters.
@@ -103,6 +117,8 @@ impl ToolRegistry {
                 validator,
             }),
         );
+        drop(tools);
+        self.changed();
         Ok(())
     }
 
@@ -116,7 +132,28 @@ impl ToolRegistry {
 
     /// Removes a tool (used when a forged tool expires). Returns whether it existed.
     pub fn unregister(&self, name: &str) -> bool {
-        write(&self.tools).remove(name).is_some()
+        let removed = write(&self.tools).remove(name).is_some();
+        if removed {
+            self.changed();
+        }
+        removed
+    }
+
+    /// A receiver of the registry's generation: it is marked changed after every registration
+    /// or removal that happens from now on (several quick changes may be seen as one). Each
+    /// receiver sees changes independently; the registry never waits for them.
+    pub fn subscribe_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    /// How many registrations and removals this registry has seen.
+    pub fn generation(&self) -> u64 {
+        *self.changes.borrow()
+    }
+
+    fn changed(&self) {
+        // `send_modify` updates the value even when nobody listens.
+        self.changes.send_modify(|g| *g = g.wrapping_add(1));
     }
 
     pub fn get(&self, name: &str) -> Option<Arc<RegisteredTool>> {
@@ -205,6 +242,23 @@ mod tests {
 
     fn obj() -> Value {
         json!({"type": "object", "properties": {}})
+    }
+
+    #[test]
+    fn registrations_and_removals_are_signalled() {
+        let reg = ToolRegistry::new();
+        let mut changes = reg.subscribe_changes();
+        assert!(!changes.has_changed().unwrap());
+        reg.register(tool("a", obj())).unwrap();
+        assert!(changes.has_changed().unwrap());
+        assert_eq!(*changes.borrow_and_update(), 1);
+        // A refused registration and removing an unknown name change nothing.
+        assert!(reg.register(tool("a", obj())).is_err());
+        assert!(!reg.unregister("missing"));
+        assert!(!changes.has_changed().unwrap());
+        assert!(reg.unregister("a"));
+        assert!(changes.has_changed().unwrap());
+        assert_eq!(reg.generation(), 2);
     }
 
     #[test]

@@ -40,7 +40,7 @@ fn venv_python() -> PathBuf {
 }
 
 /// A small project: a README with a word to search for and a source file.
-fn project() -> tempfile::TempDir {
+pub(super) fn project() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("README.md"),
@@ -60,12 +60,57 @@ fn alembic_path() -> PathBuf {
     assert_cmd::cargo::cargo_bin("alembic")
 }
 
+/// How long the temporary forged tool of [`add_surface`] lives after the project is made.
+const PROBE_TTL_MS: u64 = 15_000;
+
+/// What the script's `--surface` checks need: the skill `demo-skill` and the temporary forged
+/// tool `expiring_probe`, which expires [`PROBE_TTL_MS`] from now.
+fn add_surface(project: &Path) {
+    let skill = project.join(".alembic/skills/demo-skill");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: demo-skill\ndescription: \"Greets someone\"\n---\n\nGreets someone by name.\n",
+    )
+    .unwrap();
+    let schema = serde_json::json!({
+        "name": "demo-skill",
+        "description": "Greets someone",
+        "parameters": {
+            "type": "object",
+            "properties": {"who": {"type": "string", "description": "whom to greet"}},
+            "required": ["who"]
+        }
+    });
+    std::fs::write(skill.join("schema.json"), schema.to_string()).unwrap();
+    let temporary = project.join(".alembic/tools/.temporary");
+    std::fs::create_dir_all(&temporary).unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let record = serde_json::json!({
+        "expires_at_ms": now + PROBE_TTL_MS,
+        "tool": {
+            "kind": "alias",
+            "name": "expiring_probe",
+            "tool": "search_project_code",
+            "preset_args": {"pattern": "needle_token"}
+        }
+    });
+    std::fs::write(temporary.join("expiring_probe.json"), record.to_string()).unwrap();
+}
+
 /// Runs the interop script and returns its report; the script's stderr explains failures.
-fn run_script(python: &Path, target: &[&str], mode: &str) -> Value {
-    let out = assert_cmd::Command::new(python)
-        .arg(SCRIPT)
+fn run_script(python: &Path, target: &[&str], mode: &str, surface: Option<&Path>) -> Value {
+    let mut cmd = assert_cmd::Command::new(python);
+    cmd.arg(SCRIPT)
         .args(target)
-        .args(["--mode", mode, "--memory"])
+        .args(["--mode", mode, "--memory"]);
+    if let Some(project) = surface {
+        cmd.arg("--surface").arg(project);
+    }
+    let out = cmd
         .env("ALEMBIC_LOG", "error")
         .timeout(std::time::Duration::from_secs(120))
         .output()
@@ -128,11 +173,21 @@ fn python_client_over_stdio() {
     let exe = alembic_path();
     for mode in ["legacy", "auto"] {
         let dir = project();
+        let surface = (mode == "legacy").then(|| dir.path());
+        if let Some(p) = surface {
+            add_surface(p);
+        }
         let project = dir.path().to_str().unwrap();
         let report = run_script(
             &python,
             &["--stdio", exe.to_str().unwrap(), "--project", project],
             mode,
+            surface,
+        );
+        assert_eq!(
+            report["surface"].as_bool().unwrap_or(false),
+            mode == "legacy",
+            "{report}"
         );
         let expected_protocol = if mode == "legacy" {
             "2025-11-25"
@@ -145,13 +200,13 @@ fn python_client_over_stdio() {
 }
 
 /// A running `alembic mcp --http` on a free loopback port; killed on drop.
-struct HttpServer {
+pub(super) struct HttpServer {
     child: Child,
-    url: String,
+    pub(super) url: String,
 }
 
 impl HttpServer {
-    fn start(project: &Path) -> HttpServer {
+    pub(super) fn start(project: &Path) -> HttpServer {
         let mut child = std::process::Command::cargo_bin("alembic")
             .unwrap()
             .args(["mcp", "--http", "127.0.0.1:0", "--project"])
@@ -189,8 +244,17 @@ fn python_client_over_streamable_http() {
     let python = venv_python();
     for mode in ["legacy", "auto"] {
         let dir = project();
+        let surface = (mode == "legacy").then(|| dir.path());
+        if let Some(p) = surface {
+            add_surface(p);
+        }
         let server = HttpServer::start(dir.path());
-        let report = run_script(&python, &["--url", &server.url], mode);
+        let report = run_script(&python, &["--url", &server.url], mode, surface);
+        assert_eq!(
+            report["surface"].as_bool().unwrap_or(false),
+            mode == "legacy",
+            "{report}"
+        );
         // Records are committed before each answer, so they are there while the server runs.
         assert_audited(dir.path(), &report);
         drop(server);

@@ -4,6 +4,7 @@ mod bootstrap_cli;
 mod forge_cli;
 mod index_cli;
 mod knowledge_cli;
+mod mcp_conformance;
 mod mcp_python;
 mod mcp_robustness;
 mod memory_cli;

@@ -9,11 +9,19 @@ The project must contain README.md with the word `needle_token`. The script chec
 see as a client and prints one JSON object on stdout: the negotiated protocol version, the tool
 names and every call it made with whether it was an error, so the Rust side can match them
 against `alembic audit tail --json`. Any failed check exits with status 1 and a message.
+
+With `--surface PROJECT_DIR` (legacy mode: `resources/subscribe` is a handshake-era method) it
+also checks resources (list, templates, read, subscribe), prompts (list, get) and the change
+notifications: the project must hold the skill `demo-skill` and the temporary forged tool
+`expiring_probe`, which expires a few seconds after the server starts, so
+`notifications/tools/list_changed` must arrive; the script edits the skill and adds another, so
+`notifications/resources/updated` and `notifications/resources/list_changed` must arrive too.
 """
 
 import argparse
 import asyncio
 import json
+import pathlib
 import sys
 
 from mcp import Client, StdioServerParameters
@@ -95,6 +103,71 @@ async def memory_scenario(client, calls):
     check("Coordinator" not in text_of(again), f"a forgotten memory was recalled: {text_of(again)}")
 
 
+class Notifications:
+    """Server notifications by method, as the client's message handler receives them."""
+
+    def __init__(self):
+        self.seen = {}
+        self.changed = asyncio.Event()
+
+    async def handle(self, message):
+        method = getattr(message, "method", None)
+        if isinstance(method, str):
+            self.seen.setdefault(method, []).append(message)
+            self.changed.set()
+
+    async def wait_for(self, method, timeout=30.0):
+        async def until():
+            while method not in self.seen:
+                self.changed.clear()
+                await self.changed.wait()
+            return self.seen.pop(method)
+
+        try:
+            return await asyncio.wait_for(until(), timeout)
+        except TimeoutError:
+            raise CheckFailed(f"no {method} within {timeout}s; got {sorted(self.seen)}")
+
+
+async def surface_scenario(client, notes, project):
+    resources = (await client.list_resources()).resources
+    uris = [str(r.uri) for r in resources]
+    check("alembic://overview" in uris, f"resources/list lacks the overview: {uris}")
+    check("alembic://skill/demo-skill" in uris, f"resources/list lacks the skill: {uris}")
+    for scope in ("project", "user", "team"):
+        check(f"alembic://memories/{scope}" in uris, f"resources/list lacks {scope} memories: {uris}")
+    templates = (await client.list_resource_templates()).resource_templates
+    shapes = sorted(t.uri_template for t in templates)
+    expected = sorted(["alembic://recipe/{id}", "alembic://skill/{name}", "alembic://memories/{scope}"])
+    check(shapes == expected, f"resource templates are {shapes}, expected {expected}")
+    skill = (await client.read_resource("alembic://skill/demo-skill")).contents[0]
+    check("Greets someone" in skill.text, f"the skill resource is not its SKILL.md: {skill.text!r}")
+    memories = (await client.read_resource("alembic://memories/project")).contents[0]
+    check(json.loads(memories.text) == [], f"a fresh project has project memories: {memories.text!r}")
+
+    prompts = (await client.list_prompts()).prompts
+    demo = next((p for p in prompts if p.name == "demo-skill"), None)
+    check(demo is not None, f"prompts/list lacks demo-skill: {[p.name for p in prompts]}")
+    args = {a.name: a.required for a in demo.arguments or []}
+    check(args == {"who": True}, f"demo-skill's prompt arguments are {args}")
+    got = await client.get_prompt("demo-skill", {"who": "Ada"})
+    text = got.messages[0].content.text
+    check("Greets someone" in text and "Ada" in text, f"prompts/get did not render the skill: {text!r}")
+
+    await client.subscribe_resource("alembic://skill/demo-skill")
+    skills = pathlib.Path(project) / ".alembic" / "skills"
+    (skills / "demo-skill" / "SKILL.md").write_text("---\nname: demo-skill\n---\n\nGreets someone warmly.\n")
+    updated = await notes.wait_for("notifications/resources/updated")
+    check(str(updated[0].params.uri) == "alembic://skill/demo-skill", f"updated the wrong uri: {updated}")
+    (skills / "second-skill").mkdir()
+    (skills / "second-skill" / "SKILL.md").write_text("---\nname: second-skill\ndescription: Second\n---\n")
+    await notes.wait_for("notifications/resources/list_changed")
+
+    await notes.wait_for("notifications/tools/list_changed")
+    names = [t.name for t in (await client.list_tools()).tools]
+    check("expiring_probe" not in names, f"an expired forged tool is still listed: {names}")
+
+
 def find_id(data):
     """The memory id in memory_remember's structured result."""
     if not isinstance(data, dict):
@@ -117,14 +190,24 @@ async def main():
     parser.add_argument("--project")
     parser.add_argument("--mode", default="legacy")
     parser.add_argument("--memory", action="store_true")
+    parser.add_argument("--surface", metavar="PROJECT_DIR")
     args = parser.parse_args()
     if args.stdio:
         server = StdioServerParameters(command=args.stdio, args=["mcp", "--project", args.project])
     else:
         server = args.url
     info = Implementation(name=CLIENT_NAME, version="1.0")
-    async with Client(server, client_info=info, mode=args.mode, cache=None) as client:
+    notes = Notifications()
+    async with Client(
+        server, client_info=info, mode=args.mode, cache=None, message_handler=notes.handle
+    ) as client:
+        if args.surface:
+            names = [t.name for t in (await client.list_tools()).tools]
+            check("expiring_probe" in names, f"the temporary forged tool is not listed: {names}")
         report = await scenario(client, args.memory)
+        if args.surface:
+            await surface_scenario(client, notes, args.surface)
+            report["surface"] = True
     print(json.dumps(report))
 
 

@@ -28,6 +28,7 @@ impl HttpFixture {
             audit,
             signals,
             dir,
+            ..
         } = TestServer::new();
         let endpoint = HttpEndpoint::bind("127.0.0.1:0".parse().unwrap())
             .await

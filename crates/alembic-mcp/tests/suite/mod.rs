@@ -2,4 +2,5 @@ mod calls;
 mod cancel_progress;
 mod http;
 mod support;
+mod surface;
 mod transport;

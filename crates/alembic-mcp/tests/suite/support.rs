@@ -197,14 +197,21 @@ pub struct TestServer {
     pub audit: mpsc::UnboundedReceiver<AuditEntry>,
     pub signals: Arc<Signals>,
     pub dir: tempfile::TempDir,
+    registry: Arc<ToolRegistry>,
 }
 
 impl TestServer {
+    /// The registry behind the server's pipeline.
+    pub fn server_registry(&self) -> &Arc<ToolRegistry> {
+        &self.registry
+    }
+
     pub fn new() -> TestServer {
         let dir = tempfile::tempdir().unwrap();
         let signals = Arc::new(Signals::default());
         let (tx, audit) = mpsc::unbounded_channel();
-        let pipeline = Pipeline::builder(test_registry(Arc::clone(&signals)), dir.path())
+        let registry = test_registry(Arc::clone(&signals));
+        let pipeline = Pipeline::builder(Arc::clone(&registry), dir.path())
             .audit(Arc::new(ChannelAudit(tx)))
             .build();
         let server = AlembicServer::from_parts(pipeline, Allowlist::only(ALLOWED), None);
@@ -213,18 +220,25 @@ impl TestServer {
             audit,
             signals,
             dir,
+            registry,
         }
     }
 }
 
 impl Session {
     pub fn start() -> Session {
+        Session::start_with(TestServer::new())
+    }
+
+    /// A session over `test`'s server (tests that configure it first).
+    pub fn start_with(test: TestServer) -> Session {
         let TestServer {
             server,
             audit,
             signals,
             dir,
-        } = TestServer::new();
+            ..
+        } = test;
         let (client_end, server_end) = tokio::io::duplex(64 * 1024);
         let (sr, sw) = tokio::io::split(server_end);
         let handle = tokio::spawn(async move {
