@@ -59,7 +59,7 @@ pub use active::{
     ScopeId, StepStatus,
 };
 pub use coordinator::{
-    Allocation, BudgetProfile, CoordinatorError, MemoryCoordinator, PersistentRecall,
+    Allocation, BudgetProfile, ContextSplit, CoordinatorError, MemoryCoordinator, PersistentRecall,
     RecalledMemory, StaticPromptRequest,
 };
 pub use exploration::{

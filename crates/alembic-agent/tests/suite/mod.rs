@@ -1,3 +1,5 @@
+mod budgets;
+mod chat_exploration;
 mod loop_behaviour;
 mod roundtrip;
 mod scenario;
