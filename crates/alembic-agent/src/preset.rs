@@ -44,7 +44,7 @@ impl AgentPreset {
                 name: "chat".into(),
                 tools_preset: tools.clone(),
                 profile: BudgetProfile::User,
-                strategy: None,
+                strategy: Some(Strategy::Chat),
                 max_iterations: limits.chat_iterations,
                 temperature: 0.7,
             }],
@@ -96,7 +96,9 @@ pub struct StageSpec {
     /// Catalog preset whose allowlist this stage's caller gets.
     pub tools_preset: String,
     pub profile: BudgetProfile,
-    /// Exploration control; `None` for chat (the model decides when it is done).
+    /// Exploration control: nudges and phase-driven tool_choice (`Chat` for the chat loop,
+    /// where any text reply is the answer and the round limit ends the loop); `None` runs the
+    /// loop without a tracker.
     pub strategy: Option<Strategy>,
     pub max_iterations: u32,
     pub temperature: f64,
@@ -123,7 +125,7 @@ mod tests {
         );
         let chat = AgentPreset::from_name("chat").stages(&StageLimits::default());
         assert_eq!(chat.len(), 1);
-        assert_eq!(chat[0].strategy, None);
+        assert_eq!(chat[0].strategy, Some(Strategy::Chat));
         assert_eq!(chat[0].max_iterations, 8);
     }
 }

@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use alembic_context::{
-    ActiveContextOptions, Finding, MemoryCoordinator, MillisClock, PersistentRecall, ScopeId,
-    StaticPromptRequest,
+    ActiveContextOptions, ContextSplit, Finding, MemoryCoordinator, MillisClock, PersistentRecall,
+    ScopeId, StaticPromptRequest, context_size,
 };
 use alembic_llm::LlmProvider;
 use alembic_memory::MemorySource;
@@ -34,8 +34,17 @@ pub struct AgentOptions {
     /// Pause before retrying a round after a failed model call (reference: 2 s).
     pub strike_pause: Duration,
     pub max_output_tokens: Option<u32>,
-    /// Token budget of the message window; `None` takes it from the model's context size.
+    /// Token budget of the message window; `None` takes it from the model's context split
+    /// (see [`AgentRuntime::context_split`]).
     pub context_budget: Option<usize>,
+    /// The model's context in tokens; `None` looks the model name up in the context table.
+    pub context_window: Option<usize>,
+    /// Upper bound of the memory budget (`[memory] max_budget_tokens`); `None` keeps the
+    /// 12.5 % of the context.
+    pub memory_budget_cap: Option<usize>,
+    /// At the end of a run, turn its findings and the user's stated preferences into
+    /// candidate memories (`[memory] extract_from_conversations`).
+    pub extract_from_conversations: bool,
     /// Milliseconds clock for the session cache.
     pub clock: MillisClock,
     /// Wall-clock limit of one whole run (every stage); `None` runs until the stages end.
@@ -51,6 +60,8 @@ impl std::fmt::Debug for AgentOptions {
             .field("keep_importance", &self.keep_importance)
             .field("strike_pause", &self.strike_pause)
             .field("run_timeout", &self.run_timeout)
+            .field("context_window", &self.context_window)
+            .field("memory_budget_cap", &self.memory_budget_cap)
             .finish_non_exhaustive()
     }
 }
@@ -65,6 +76,9 @@ impl Default for AgentOptions {
             strike_pause: Duration::from_secs(2),
             max_output_tokens: Some(4096),
             context_budget: None,
+            context_window: None,
+            memory_budget_cap: None,
+            extract_from_conversations: true,
             clock: Arc::new(alembic_base::SystemClock),
             run_timeout: None,
         }
@@ -117,6 +131,8 @@ pub(crate) struct RunContext<'a> {
     pub run_id: &'a str,
     pub preset: &'a str,
     pub coordinator: &'a Arc<MemoryCoordinator>,
+    /// How the model's context is split for this run.
+    pub split: ContextSplit,
     pub scope: &'a ScopeId,
     pub static_memory: &'a str,
     pub cancel: &'a CancellationToken,
@@ -189,12 +205,31 @@ impl AgentRuntime {
             .collect()
     }
 
+    /// The model's context in tokens (the option, else the model table).
+    fn context_tokens(&self) -> usize {
+        self.options
+            .context_window
+            .unwrap_or_else(|| context_size(self.provider.model()))
+    }
+
+    /// The coordinator of a run: exact token counts for the model, a memory budget of 12.5 %
+    /// of its context (capped by the option), and the project's long-term memory.
     pub(crate) fn coordinator(&self) -> MemoryCoordinator {
-        let coordinator = MemoryCoordinator::for_model(self.provider.model());
+        let mut coordinator = MemoryCoordinator::for_model(self.provider.model());
+        coordinator.configure(self.context_tokens());
+        if let Some(cap) = self.options.memory_budget_cap {
+            coordinator.cap_total(cap);
+        }
         match &self.memory {
             Some(m) => coordinator.with_persistent(Arc::clone(m) as Arc<dyn PersistentRecall>),
             None => coordinator,
         }
+    }
+
+    /// How a run on this model splits its context: memory (12.5 %, capped), the reserves, and
+    /// the messages; the message window gets [`ContextSplit::window_budget`].
+    pub fn context_split(&self) -> ContextSplit {
+        self.coordinator().split(self.context_tokens())
     }
 
     /// Answers `request`: every stage of its preset in turn, then consolidation of what is
@@ -236,6 +271,7 @@ impl AgentRuntime {
             run_id: &run_id,
             preset: request.preset.name(),
             coordinator: &coordinator,
+            split: coordinator.split(self.context_tokens()),
             scope: &scope,
             static_memory: &static_memory,
             cancel: &deadline.token,

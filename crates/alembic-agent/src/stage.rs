@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use alembic_context::{
     ActiveContext, ContextWindow, ExitDecision, ExplorationBudget, ExplorationTracker, LoopMemory,
-    Message as WindowMessage, RunKind, TextVerdict, TokenMeter, ToolChoice as PhaseChoice,
+    Message as WindowMessage, Strategy, TextVerdict, ToolChoice as PhaseChoice,
 };
 use alembic_llm::{
     ChatRequest, ChatResponse, ErrorStrikes, LlmError, StreamEvent, StrikeVerdict, ToolCall,
@@ -130,16 +130,11 @@ impl<'a> StageLoop<'a> {
             };
             Arc::new(Mutex::new(ExplorationTracker::new(strategy, budget)))
         });
-        let kind = if spec.strategy.is_some() {
-            RunKind::System
-        } else {
-            RunKind::User
-        };
-        let model = ctx.provider.model();
-        let window = match ctx.options.context_budget {
-            Some(budget) => ContextWindow::new(task, budget, TokenMeter::for_model(model)),
-            None => ContextWindow::for_model(task, model, kind),
-        };
+        let budget = ctx
+            .options
+            .context_budget
+            .unwrap_or_else(|| ctx.split.window_budget());
+        let window = ContextWindow::new(task, budget, ctx.coordinator.meter().clone());
         let memory = LoopMemory::new(
             Arc::clone(ctx.coordinator),
             ctx.scope.clone(),
@@ -207,10 +202,14 @@ impl<'a> StageLoop<'a> {
         let round = self.round;
         self.with_active(|ac| ac.start_round(round))?;
         let go_on = match &self.tracker {
-            Some(t) => {
+            Some(t) if self.tracker_ends_stage() => {
                 let mut t = lock(t);
                 t.tick();
                 matches!(t.should_exit(), ExitDecision::Continue)
+            }
+            Some(t) => {
+                lock(t).tick();
+                round <= self.spec.max_iterations
             }
             None => round <= self.spec.max_iterations,
         };
@@ -221,6 +220,11 @@ impl<'a> StageLoop<'a> {
             });
         }
         Ok(go_on)
+    }
+
+    /// Does the tracker end the stage, or the stage's round limit (no tracker, chat)?
+    fn tracker_ends_stage(&self) -> bool {
+        self.spec.strategy.is_some_and(Strategy::tracker_ends_stage)
     }
 
     /// The round will be asked again (failed call or empty reply).
@@ -284,8 +288,8 @@ impl<'a> StageLoop<'a> {
             parts.push(self.ctx.static_memory.to_string());
         }
         parts.push(match &self.tracker {
-            Some(t) => lock(t).phase_context(),
-            None => prompt::round_progress(self.round, self.spec.max_iterations),
+            Some(t) if self.tracker_ends_stage() => lock(t).phase_context(),
+            _ => prompt::round_progress(self.round, self.spec.max_iterations),
         });
         let dynamic = self.ctx.coordinator.dynamic_prompt(self.ctx.scope)?;
         if !dynamic.trim().is_empty() {
@@ -451,7 +455,7 @@ impl<'a> StageLoop<'a> {
             }
             ac.end_round();
         })?;
-        if tracker.is_none() && self.round >= self.spec.max_iterations {
+        if !self.tracker_ends_stage() && self.round >= self.spec.max_iterations {
             return Ok(Flow::Summarise);
         }
         Ok(Flow::Continue)

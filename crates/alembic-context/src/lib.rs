@@ -59,7 +59,7 @@ pub use active::{
     ScopeId, StepStatus,
 };
 pub use coordinator::{
-    Allocation, BudgetProfile, CoordinatorError, MemoryCoordinator, PersistentRecall,
+    Allocation, BudgetProfile, ContextSplit, CoordinatorError, MemoryCoordinator, PersistentRecall,
     RecalledMemory, StaticPromptRequest,
 };
 pub use exploration::{
@@ -77,5 +77,6 @@ pub use session::{
 };
 pub use text::TokenMeter;
 pub use window::{
-    CompactionLevel, CompactionReport, ContextWindow, RunKind, context_size, token_budget,
+    CompactionLevel, CompactionReport, ContextWindow, L2_SUMMARY_MAX_TOKENS, L2Batch, RunKind,
+    context_size, token_budget,
 };

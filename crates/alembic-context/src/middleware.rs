@@ -494,8 +494,29 @@ impl Middleware for TrackerSignal {
             let is_new = lock(tracker).record_tool_call(&observation(call, result));
             meta.extensions.insert(IsNew(is_new));
         }
+        if let (PLAN_TOOL, CallResult::Ok(out)) = (call.name(), result) {
+            record_plan(&memory, &out.data)?;
+        }
         Ok(())
     }
+}
+
+/// The tool whose validated plan becomes the loop's plan.
+const PLAN_TOOL: &str = "plan_task";
+
+/// Adopts a `plan_task` plan into the loop's working memory and tells its plan tracker, so
+/// planning nudges follow the agent's own plan.
+fn record_plan(memory: &LoopMemory, data: &Value) -> Result<(), MiddlewareError> {
+    memory
+        .coordinator
+        .with_active(&memory.scope, |ac| {
+            if ac.adopt_recorded_plan(data)
+                && let Some(tracker) = &memory.tracker
+            {
+                lock(tracker).plan_recorded(ac);
+            }
+        })
+        .map_err(|e| MiddlewareError(e.to_string()))
 }
 
 /// Appends the call to the reasoning trace of the loop's ActiveContext.

@@ -50,6 +50,12 @@ pub const DEFAULT_CONFIG: &str = r#"# Alembic project configuration. Every setti
 # embedder_model_dir = "/path/to/all-MiniLM-L6-v2"
 # embedder_url = "https://api.openai.com/v1"
 # embedder_model = "text-embedding-3-small"
+# The agent gives memory 12.5 % of the model's context (125,000 tokens on a 1M model); this
+# caps it (tokens).
+# max_budget_tokens = 32000
+# At the end of `alembic ask` and `alembic chat` (and on /remember), the run's noted findings
+# and the preferences you state become candidate memories.
+# extract_from_conversations = true
 
 [forge]
 # Let `alembic forge generate` run LLM-written tools in the QuickJS sandbox (also turned on by

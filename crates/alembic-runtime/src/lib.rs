@@ -292,12 +292,19 @@ impl ProjectRuntime {
 
     /// The agent for this project: `provider` as its model, a pipeline with the project's
     /// policy, audit log and the working-memory middlewares, and the project's one persistent
-    /// memory (the store the memory tools and the CLI use, with the `[memory]` settings).
+    /// memory (the store the memory tools and the CLI use, with the `[memory]` settings). The
+    /// agent options take `[memory] max_budget_tokens` (when they set no cap themselves) and
+    /// `extract_from_conversations` (which can only switch extraction off).
     pub fn agent(
         &self,
         provider: Arc<dyn alembic_llm::LlmProvider>,
-        options: alembic_agent::AgentOptions,
+        mut options: alembic_agent::AgentOptions,
     ) -> Result<alembic_agent::AgentRuntime, RuntimeError> {
+        let settings = memory_config::memory_settings(&self.config)?.agent;
+        if options.memory_budget_cap.is_none() {
+            options.memory_budget_cap = settings.max_budget_tokens;
+        }
+        options.extract_from_conversations &= settings.extract_from_conversations;
         let tools = alembic_agent::AgentTools::build(
             self.pipeline_builder(),
             Arc::clone(&self.services.loops),

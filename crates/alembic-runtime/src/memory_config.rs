@@ -44,6 +44,8 @@ pub const KEYS: &[&str] = &[
     "embedder_model_dir",
     "embedder_url",
     "embedder_model",
+    "max_budget_tokens",
+    "extract_from_conversations",
 ];
 
 /// Default OpenAI-compatible endpoint and model for `embedder = "openai"`.
@@ -57,6 +59,28 @@ pub struct MemorySettings {
     /// The embedder the section chooses; `None` when it has no `embedder` key (callers
     /// then apply their own default, e.g. the local model when it is installed).
     pub embedder: Option<EmbedderConfig>,
+    /// How the agent uses memory.
+    pub agent: AgentMemorySettings,
+}
+
+/// The agent's side of `[memory]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentMemorySettings {
+    /// `max_budget_tokens`: caps the memory budget a run takes from the model's context
+    /// (12.5 % of it); `None` keeps the 12.5 %.
+    pub max_budget_tokens: Option<usize>,
+    /// `extract_from_conversations` (default true): at the end of `ask` and `chat` runs,
+    /// findings and stated preferences become candidate memories.
+    pub extract_from_conversations: bool,
+}
+
+impl Default for AgentMemorySettings {
+    fn default() -> Self {
+        AgentMemorySettings {
+            max_budget_tokens: None,
+            extract_from_conversations: true,
+        }
+    }
 }
 
 /// Reads the `[memory]` section of `config` (defaults when there is none).
@@ -79,6 +103,7 @@ pub fn memory_settings(config: &ProjectConfig) -> Result<MemorySettings, ConfigE
 
 fn parse_table(table: &toml::Table) -> Result<MemorySettings, String> {
     let mut m = MemoryConfig::default();
+    let mut agent = AgentMemorySettings::default();
     for (key, value) in table {
         let v = Value { key, value };
         match key.as_str() {
@@ -90,6 +115,8 @@ fn parse_table(table: &toml::Table) -> Result<MemorySettings, String> {
             "weight_relevance" => m.retrieval.weight_relevance = v.weight()?,
             "recency_half_life_days" => m.retrieval.recency_half_life_days = v.positive()?,
             "ranking" => m.retrieval.ranking = v.ranking()?,
+            "max_budget_tokens" => agent.max_budget_tokens = Some(v.count()?),
+            "extract_from_conversations" => agent.extract_from_conversations = v.flag()?,
             "embedder" | "embedder_model_dir" | "embedder_url" | "embedder_model" => {}
             other => {
                 return Err(format!(
@@ -115,6 +142,7 @@ fn parse_table(table: &toml::Table) -> Result<MemorySettings, String> {
     Ok(MemorySettings {
         memory: m,
         embedder: embedder(table)?,
+        agent,
     })
 }
 
@@ -146,6 +174,12 @@ impl<'a> Value<'a> {
             toml::Value::Integer(i) if *i >= 1 => Ok(*i as usize),
             _ => Err(self.bad("a whole number of at least 1")),
         }
+    }
+
+    fn flag(&self) -> Result<bool, String> {
+        self.value
+            .as_bool()
+            .ok_or_else(|| self.bad("true or false"))
     }
 
     /// A number > 0 (days).
@@ -334,6 +368,23 @@ mod tests {
         assert_eq!(
             parse("[memory]\nembedder = \"none\"\n").unwrap().embedder,
             Some(EmbedderConfig::None)
+        );
+    }
+
+    #[test]
+    fn the_agent_keys_are_read() {
+        let s = parse("[memory]\nmax_budget_tokens = 32000\nextract_from_conversations = false\n")
+            .unwrap();
+        assert_eq!(
+            s.agent,
+            AgentMemorySettings {
+                max_budget_tokens: Some(32_000),
+                extract_from_conversations: false
+            }
+        );
+        assert_eq!(
+            parse("[memory]\nextract_from_conversations = \"no\"\n").unwrap_err(),
+            "/p/.alembic/config.toml is not valid: [memory] extract_from_conversations = \"no\": accepted true or false"
         );
     }
 

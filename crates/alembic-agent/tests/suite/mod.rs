@@ -1,4 +1,6 @@
 mod bootstrap;
+mod budgets;
+mod chat_exploration;
 mod loop_behaviour;
 mod roundtrip;
 mod scenario;

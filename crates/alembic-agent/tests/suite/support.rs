@@ -88,6 +88,18 @@ impl Harness {
 
     pub fn agent(&self) -> AgentRuntime {
         let provider: Arc<dyn LlmProvider> = Arc::new(self.server.provider().unwrap());
+        self.agent_with(provider)
+    }
+
+    /// An agent whose model is called `model` (the fake server answers for any name), so the
+    /// model's context size applies.
+    pub fn agent_for(&self, model: &str) -> AgentRuntime {
+        let mut config = self.server.provider_config();
+        config.model = model.to_string();
+        self.agent_with(Arc::new(alembic_llm::HttpProvider::new(config).unwrap()))
+    }
+
+    pub fn agent_with(&self, provider: Arc<dyn LlmProvider>) -> AgentRuntime {
         let tools = agent_tools(self.project.path(), self.presets.clone());
         let events = Arc::clone(&self.events);
         AgentRuntime::new(provider, tools, self.memory.clone(), self.options.clone())

@@ -21,7 +21,7 @@ use serde_json::Value;
 use crate::observation::{ToolObservation, is_submit_tool};
 use crate::text::{TokenMeter, cut_with_marker};
 pub use compress::compress;
-pub use plan::{Plan, PlanStep, StepStatus, extract_plan};
+pub use plan::{Plan, PlanStep, StepStatus, extract_plan, recorded_plan};
 
 /// Compressed observations kept before the oldest are dropped (keeps long runs bounded).
 const MAX_COMPRESSED: usize = 200;
@@ -380,6 +380,19 @@ impl ActiveContext {
     /// Lets the next plan in the model's text replace the current one.
     pub fn expect_plan(&mut self) {
         self.expecting_plan = true;
+    }
+
+    /// Adopts the plan the model recorded with `plan_task` (its result data): it replaces the
+    /// current plan, which goes to the history. Returns whether the data held a plan.
+    pub fn adopt_recorded_plan(&mut self, data: &Value) -> bool {
+        let Some(plan) = recorded_plan(data, self.current_iteration()) else {
+            return false;
+        };
+        self.expecting_plan = false;
+        if let Some(old) = self.plan.replace(plan) {
+            self.plan_history.push(old);
+        }
+        true
     }
 
     fn adopt_plan(&mut self, text: &str, iteration: u32) {

@@ -24,6 +24,9 @@ pub struct PlanStep {
     pub description: String,
     pub status: StepStatus,
     pub keywords: Vec<String>,
+    /// The tool the step will use, when the plan named one (`plan_task`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
 }
 
 /// The model's current plan.
@@ -107,6 +110,7 @@ pub fn extract_plan(text: &str, iteration: u32) -> Option<Plan> {
             description: l.to_string(),
             status: StepStatus::Pending,
             keywords: step_keywords(l),
+            tool: None,
         })
         .collect();
     if steps.len() < 2 {
@@ -114,6 +118,40 @@ pub fn extract_plan(text: &str, iteration: u32) -> Option<Plan> {
     }
     Some(Plan {
         text: lines.join("\n"),
+        steps,
+        created_at_iteration: iteration,
+        last_updated_at_iteration: iteration,
+    })
+}
+
+/// The plan recorded by the `plan_task` tool, from its result data
+/// (`{"goal", "steps": [{"description", "tool"?}]}`); `None` when the data has no steps.
+pub fn recorded_plan(data: &serde_json::Value, iteration: u32) -> Option<Plan> {
+    let steps: Vec<PlanStep> = data
+        .get("steps")?
+        .as_array()?
+        .iter()
+        .filter_map(|s| {
+            let description = s.get("description")?.as_str()?.trim().to_string();
+            Some(PlanStep {
+                keywords: step_keywords(&description),
+                tool: s.get("tool").and_then(|t| t.as_str()).map(str::to_string),
+                status: StepStatus::Pending,
+                description,
+            })
+        })
+        .filter(|s| !s.description.is_empty())
+        .collect();
+    if steps.is_empty() {
+        return None;
+    }
+    let goal = data.get("goal").and_then(|g| g.as_str()).unwrap_or("");
+    let mut text = format!("{goal}\n");
+    for (i, s) in steps.iter().enumerate() {
+        text.push_str(&format!("{}. {}\n", i + 1, s.description));
+    }
+    Some(Plan {
+        text: text.trim().to_string(),
         steps,
         created_at_iteration: iteration,
         last_updated_at_iteration: iteration,
@@ -171,6 +209,20 @@ mod tests {
         );
         let questions = "Reflection answer follows:\n1. What did we find so far?\n2. What is missing here?\n3. Next step is reading";
         assert_eq!(extract_plan(questions, 2), None);
+    }
+
+    #[test]
+    fn a_recorded_plan_keeps_its_tools() {
+        let data = serde_json::json!({"goal": "Payment", "steps": [
+            {"description": "Search `PaymentCoordinator`", "tool": "search_project_code"},
+            {"description": "Summarise"}
+        ]});
+        let plan = recorded_plan(&data, 2).unwrap();
+        assert_eq!(plan.steps[0].tool.as_deref(), Some("search_project_code"));
+        assert_eq!(plan.steps[0].keywords, vec!["PaymentCoordinator"]);
+        assert_eq!(plan.steps[1].tool, None);
+        assert_eq!(plan.created_at_iteration, 2);
+        assert_eq!(recorded_plan(&serde_json::json!({"goal": "x"}), 1), None);
     }
 
     #[test]

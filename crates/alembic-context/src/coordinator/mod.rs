@@ -32,8 +32,37 @@ pub const SYSTEM_PROMPT_RESERVE: usize = 2000;
 pub const TOOL_SCHEMA_RESERVE: usize = 3000;
 /// Safety margin.
 pub const SAFETY_MARGIN: usize = 3000;
-/// Memories asked from persistent memory for the static prompt.
-const RECALL_LIMIT: usize = 15;
+/// Memories asked from persistent memory for the static prompt, at least…
+const MIN_RECALL: usize = 15;
+/// …and at most; in between, one per [`RECALL_TOKENS_PER_MEMORY`] tokens of the persistent
+/// share, so a model with a large context is offered more of what is remembered.
+const MAX_RECALL: usize = 100;
+/// Tokens of persistent share per recalled memory (a typical memory line is 30–80 tokens).
+const RECALL_TOKENS_PER_MEMORY: usize = 80;
+
+/// How a model's context is split for one run (seed: memory 12.5 %, then the reserves; the
+/// rest is for the messages).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextSplit {
+    /// The model's whole context in tokens.
+    pub context: usize,
+    /// Memory budget (static + dynamic memory prompt).
+    pub memory: usize,
+    pub system_reserve: usize,
+    pub tool_schema_reserve: usize,
+    pub safety_margin: usize,
+    /// What is left for the messages: context − memory − the three reserves.
+    pub messages: usize,
+}
+
+impl ContextSplit {
+    /// The budget of the ContextWindow, whose usage counts the system prompt (which carries
+    /// the memory prompt) and the tool schemas besides the messages: the message budget plus
+    /// the memory and the system and schema reserves, i.e. everything but the safety margin.
+    pub fn window_budget(&self) -> usize {
+        self.messages + self.memory + self.system_reserve + self.tool_schema_reserve
+    }
+}
 
 /// Who the memory is assembled for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -195,6 +224,24 @@ impl MemoryCoordinator {
         }
     }
 
+    /// Caps the memory budget at `cap` tokens (the `[memory] max_budget_tokens` setting); a
+    /// cap above the current total changes nothing.
+    pub fn cap_total(&mut self, cap: usize) {
+        self.total = self.total.min(cap);
+    }
+
+    /// How `total_context` is split under the current memory budget.
+    pub fn split(&self, total_context: usize) -> ContextSplit {
+        ContextSplit {
+            context: total_context,
+            memory: self.total,
+            system_reserve: SYSTEM_PROMPT_RESERVE,
+            tool_schema_reserve: TOOL_SCHEMA_RESERVE,
+            safety_margin: SAFETY_MARGIN,
+            messages: self.message_budget(total_context),
+        }
+    }
+
     pub fn total_budget(&self) -> usize {
         self.total
     }
@@ -340,8 +387,9 @@ impl MemoryCoordinator {
         let Some(memory) = self.persistent.as_ref().filter(|_| budget > 0) else {
             return String::new();
         };
+        let limit = (budget / RECALL_TOKENS_PER_MEMORY).clamp(MIN_RECALL, MAX_RECALL);
         let lines = memory
-            .recall(query, RECALL_LIMIT)
+            .recall(query, limit)
             .into_iter()
             .map(|m| format!("- [{}] {}", m.kind, m.content.trim()));
         self.lines_within("## Long-term memory", lines, budget)

@@ -233,3 +233,48 @@ fn the_profile_is_per_scope() {
     c.set_profile(&a, BudgetProfile::Producer).unwrap();
     assert_eq!(c.dynamic_budget(&a).unwrap(), 1000);
 }
+
+#[test]
+fn the_split_follows_the_model_context_and_the_cap() {
+    let split = |context: usize, cap: Option<usize>| {
+        let mut c = MemoryCoordinator::default();
+        c.configure(context);
+        if let Some(cap) = cap {
+            c.cap_total(cap);
+        }
+        let s = c.split(context);
+        (s.memory, s.messages, s.window_budget())
+    };
+    // 1M: 125k memory, 1M − 125k − 8k for the messages; the window may use all but the margin.
+    assert_eq!(split(1_000_000, None), (125_000, 867_000, 997_000));
+    assert_eq!(split(200_000, None), (25_000, 167_000, 197_000));
+    assert_eq!(split(16_000, None), (2_000, 6_000, 13_000));
+    // A cap lowers the memory share and gives the difference to the messages.
+    assert_eq!(split(1_000_000, Some(20_000)), (20_000, 972_000, 997_000));
+    // A cap above the 12.5 % changes nothing.
+    assert_eq!(split(16_000, Some(20_000)), (2_000, 6_000, 13_000));
+}
+
+#[test]
+fn a_larger_memory_budget_recalls_more_memories() {
+    let many: Vec<RecalledMemory> = (0..200)
+        .map(|i| memory(&format!("memory number {i} about the payment module")))
+        .collect();
+    let lines = |context: usize| {
+        let mut c =
+            MemoryCoordinator::default().with_persistent(Arc::new(FixedMemories(many.clone())));
+        c.configure(context);
+        c.open_scope(
+            scope("s"),
+            BudgetProfile::User,
+            ActiveContextOptions::default(),
+        );
+        let text = c
+            .static_prompt(&scope("s"), &StaticPromptRequest::default())
+            .unwrap();
+        text.lines().filter(|l| l.starts_with("- [fact]")).count()
+    };
+    let (small, large) = (lines(16_000), lines(1_000_000));
+    assert_eq!(large, MAX_RECALL);
+    assert!(small < MIN_RECALL + 1 && small > 0, "{small}");
+}

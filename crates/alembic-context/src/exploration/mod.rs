@@ -66,6 +66,9 @@ pub enum Strategy {
     Analyst,
     /// Formatting and submitting: PRODUCE → SUMMARIZE.
     Producer,
+    /// A question in chat (analyst-like, without submits): EXPLORE → SUMMARIZE. Any text
+    /// reply is the answer; the stage's own round limit ends the loop (a forced summary).
+    Chat,
 }
 
 impl Strategy {
@@ -76,7 +79,25 @@ impl Strategy {
             Strategy::BootstrapSkillOnly => &[Phase::Explore, Phase::Summarize],
             Strategy::Analyst => &[Phase::Scan, Phase::Explore, Phase::Verify, Phase::Summarize],
             Strategy::Producer => &[Phase::Produce, Phase::Summarize],
+            Strategy::Chat => &[Phase::Explore, Phase::Summarize],
         }
+    }
+
+    /// Does a text reply end the run in every phase (chat: the model decides it has answered)?
+    pub fn text_is_final(self) -> bool {
+        self == Strategy::Chat
+    }
+
+    /// Does the tracker end the stage (iteration limit, grace exit)? A chat stage ends by its
+    /// own round limit instead, with a forced summary.
+    pub fn tracker_ends_stage(self) -> bool {
+        self != Strategy::Chat
+    }
+
+    /// Ask for a plan on the first round? Chat questions are often answered in one round
+    /// (from memory), so chat does not ask; a plan it records is followed all the same.
+    pub fn elicits_plan(self) -> bool {
+        self.planning_enabled() && self != Strategy::Chat
     }
 
     /// Periodic and stale reflection nudges.
@@ -104,6 +125,8 @@ impl Strategy {
             (Strategy::Analyst, Phase::Verify) => {
                 m.iteration >= b.max_iterations * 4 / 5 || m.rounds_since_new_info >= 2
             }
+            // Chat has its own round limit; only saturation ends its exploration early.
+            (Strategy::Chat, Phase::Explore) => m.rounds_since_new_info >= 3,
             (_, Phase::Explore) => {
                 m.submit_count > 0 || m.search_rounds_in_phase >= b.search_budget
             }
@@ -127,14 +150,14 @@ impl Strategy {
         }
     }
 
-    fn tool_choice(self, phase: Phase, m: &Metrics, b: &ExplorationBudget) -> ToolChoice {
-        match (self, phase) {
-            (_, Phase::Summarize) => ToolChoice::None,
-            (Strategy::Analyst, Phase::Scan | Phase::Explore) => ToolChoice::Required,
-            (_, Phase::Explore) if m.search_rounds_in_phase + 1 >= b.search_budget => {
-                ToolChoice::Auto
-            }
-            (_, Phase::Explore) => ToolChoice::Required,
+    /// `auto` in SCAN, EXPLORE, VERIFY and PRODUCE, as the seed says; `none` in SUMMARIZE.
+    ///
+    /// EXPLORE used to force `required`. That took the model's way to answer away while the
+    /// text rule of EXPLORE (a text reply ends exploration) could never fire, and in chat it
+    /// made a question answered by memory cost a needless tool round.
+    fn tool_choice(self, phase: Phase) -> ToolChoice {
+        match phase {
+            Phase::Summarize => ToolChoice::None,
             _ => ToolChoice::Auto,
         }
     }

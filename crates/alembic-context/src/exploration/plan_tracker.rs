@@ -43,14 +43,15 @@ impl PlanTracker {
         self.progress
     }
 
-    /// The planning nudge of this iteration, if any.
+    /// The planning nudge of this iteration, if any (`elicit`: ask for a plan on the first).
     pub fn check(
         &mut self,
         iteration: u32,
         max: u32,
         active: &mut ActiveContext,
+        elicit: bool,
     ) -> Option<String> {
-        if iteration == 1 {
+        if iteration == 1 && elicit && active.plan().is_none() {
             active.expect_plan();
             return Some(texts::plan_elicitation(max));
         }
@@ -94,13 +95,31 @@ impl PlanTracker {
         Some(text)
     }
 
+    /// The model recorded a new plan (`plan_task`): it answers any pending review, drift
+    /// starts over and progress is counted against the new steps.
+    pub fn plan_recorded(&mut self, active: &ActiveContext) {
+        self.pending_review = false;
+        self.progress.unplanned_actions = 0;
+        self.progress.consecutive_off_plan = 0;
+        if let Some(plan) = active.plan() {
+            self.progress.covered_steps = plan.done_count();
+            self.progress.total_steps = plan.steps.len();
+        }
+    }
+
     /// Matches the actions of the open round against pending steps (after each tool round).
     pub fn update_progress(&mut self, active: &mut ActiveContext) {
         if self.pending_review {
             self.pending_review = false;
             self.progress.unplanned_actions = 0;
         }
-        let actions: Vec<(String, Value)> = active.current_actions().to_vec();
+        // Recording the plan is not a step of it.
+        let actions: Vec<(String, Value)> = active
+            .current_actions()
+            .iter()
+            .filter(|(tool, _)| tool != "plan_task")
+            .cloned()
+            .collect();
         let Some(plan) = active.plan_mut() else {
             return;
         };
@@ -130,6 +149,15 @@ impl PlanTracker {
 }
 
 fn step_matches(step: &crate::active::PlanStep, tool: &str, args_text: &str) -> bool {
+    // A step that names its tool (plan_task) matches only calls of that tool.
+    if let Some(planned) = &step.tool {
+        return planned == tool
+            && (step.keywords.is_empty()
+                || step
+                    .keywords
+                    .iter()
+                    .any(|k| args_text.contains(&k.to_lowercase())));
+    }
     if !step.keywords.is_empty() {
         return step
             .keywords
@@ -176,8 +204,10 @@ mod tests {
     fn asks_for_a_plan_on_the_first_iteration_only() {
         let mut ac = ActiveContext::new(ScopeId::new("d"), ActiveContextOptions::default());
         let mut t = PlanTracker::default();
-        assert!(t.check(1, 24, &mut ac).is_some());
-        assert_eq!(t.check(2, 24, &mut ac), None);
+        assert!(t.check(1, 24, &mut ac, true).is_some());
+        assert_eq!(t.check(2, 24, &mut ac, true), None);
+        let mut chat = ActiveContext::new(ScopeId::new("c"), ActiveContextOptions::default());
+        assert_eq!(t.check(1, 8, &mut chat, false), None, "chat does not ask");
     }
 
     #[test]
@@ -194,7 +224,7 @@ mod tests {
                 json!({"pattern": "APIClient"})
             };
             act(&mut ac, &mut t, round, args);
-            if t.check(round + 1, 24, &mut ac).is_some() {
+            if t.check(round + 1, 24, &mut ac, true).is_some() {
                 reviews.push(round + 1);
             }
         }

@@ -50,6 +50,9 @@ pub(super) fn transition(
         (_, Phase::Produce) => format!(
             "Exploration is over ({from} → {to}). Based on the findings below, call {submit_tool} to submit knowledge candidates now; stop searching."
         ),
+        (_, Phase::Summarize) if strategy == Strategy::Chat => format!(
+            "The tools bring nothing new any more ({from} → {to}). Stop calling tools and answer the question from what you found."
+        ),
         (_, Phase::Summarize) if strategy.submits() => format!(
             "Production is over ({from} → {to}; {} candidates submitted). Stop calling tools and output the dimension digest:\n{}",
             m.submit_count,

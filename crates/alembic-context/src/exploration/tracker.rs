@@ -172,6 +172,12 @@ impl ExplorationTracker {
         ExitDecision::Continue
     }
 
+    /// A plan recorded with `plan_task` was adopted by the working memory: planning nudges
+    /// follow it from now on.
+    pub fn plan_recorded(&mut self, active: &ActiveContext) {
+        self.plan.plan_recorded(active);
+    }
+
     /// Records one tool call (TrackerSignal); returns whether it brought new information.
     pub fn record_tool_call(&mut self, obs: &ToolObservation) -> bool {
         self.metrics.total_tool_calls += 1;
@@ -200,7 +206,7 @@ impl ExplorationTracker {
     /// submits, so the idle exits work (the reference skipped them).
     pub fn on_text_response(&mut self, active: &ActiveContext) -> TextVerdict {
         self.ticked = false;
-        if self.is_terminal() {
+        if self.is_terminal() || self.strategy.text_is_final() {
             return TextVerdict::FinalAnswer;
         }
         if self.check_transition(true, active) {
@@ -284,8 +290,7 @@ impl ExplorationTracker {
         if self.is_graceful_exit() {
             return ToolChoice::None;
         }
-        self.strategy
-            .tool_choice(self.phase(), &self.metrics, &self.budget)
+        self.strategy.tool_choice(self.phase())
     }
 
     /// Status text appended to the system prompt every round.
@@ -340,9 +345,10 @@ impl ExplorationTracker {
         }
         // Plans are exploration plans: once the run produces, reviewing them is noise.
         if self.strategy.planning_enabled() && self.phase() != Phase::Produce {
+            let elicit = self.strategy.elicits_plan();
             return self
                 .plan
-                .check(m.iteration, max, active)
+                .check(m.iteration, max, active, elicit)
                 .map(|t| nudge(NudgeKind::Planning, t));
         }
         None

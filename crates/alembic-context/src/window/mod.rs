@@ -15,10 +15,12 @@
 //! threshold escalates to the next one):
 //! - **L1** (60–80 %): tool results older than the last 4 rounds are truncated.
 //! - **L2** (80–95 %): rounds older than the last 2 become one-line summaries in a record
-//!   message at index 1.
+//!   message at index 1 — or one LLM summary of them, when the caller offered one for exactly
+//!   those rounds ([`ContextWindow::pending_l2`], [`ContextWindow::offer_summary`]).
 //! - **L3** (> 95 %): only the task prompt, the record of submissions and the last round stay.
 
 pub mod model_budget;
+mod summary;
 
 use std::collections::{HashMap, HashSet};
 
@@ -28,6 +30,7 @@ use crate::message::{Message, Role};
 use crate::observation::{is_submit_tool, str_field};
 use crate::text::{TokenMeter, cut_chars, first_line};
 pub use model_budget::{RunKind, context_size, token_budget};
+pub use summary::{L2_SUMMARY_MAX_TOKENS, L2Batch};
 
 /// Rounds kept complete at L1.
 const L1_KEEP_ROUNDS: usize = 4;
@@ -86,6 +89,9 @@ pub struct ContextWindow {
     submitted: Vec<String>,
     removed_rounds: usize,
     failed_calls: HashSet<String>,
+    /// LLM summaries offered for round ranges (first, last), used by the next L2 that removes
+    /// exactly those rounds (see `summary.rs`).
+    offered_summaries: HashMap<(usize, usize), String>,
 }
 
 impl ContextWindow {
@@ -108,6 +114,7 @@ impl ContextWindow {
             submitted: Vec::new(),
             removed_rounds: 0,
             failed_calls: HashSet::new(),
+            offered_summaries: HashMap::new(),
         }
     }
 
@@ -338,7 +345,11 @@ impl ContextWindow {
             return 0;
         }
         let removed = self.drain(from, cut);
+        let rounds_before = self.removed_rounds;
         self.absorb_removed(&removed, summarise);
+        if summarise {
+            self.use_offered_summary(rounds_before);
+        }
         if !summarise {
             self.drop_summaries();
         }

@@ -86,6 +86,39 @@ fn l2_keeps_two_rounds_and_summarises_the_rest() {
 }
 
 #[test]
+fn l2_uses_an_offered_llm_summary_of_exactly_the_removed_rounds() {
+    let mut w = window(10_000);
+    for n in 1..=8 {
+        push_round(&mut w, n, "search_project_code", 4400);
+    }
+    let batch = w.pending_l2().unwrap();
+    assert_eq!((batch.first_round, batch.last_round), (1, 6));
+    assert!(
+        batch
+            .transcript
+            .starts_with("assistant: round 1 [call search_project_code(")
+    );
+    assert!(!w.has_summary_for(1, 6));
+    // A summary for other rounds is not used; this one is cut to the token cap.
+    w.offer_summary(1, 5, "wrong range");
+    w.offer_summary(1, 6, &"URLSession is wrapped by APIClient. ".repeat(200));
+    assert!(w.has_summary_for(1, 6));
+    let r = w.compact();
+    assert_eq!(r.level, CompactionLevel::L2);
+    let record = &w.messages()[1].content;
+    assert!(record.contains("- rounds 1–6 (summary): URLSession is wrapped by APIClient."));
+    assert!(!record.contains("- round 1:"), "{record}");
+    let line = record.lines().last().unwrap();
+    assert!(
+        TokenMeter::default().count(line) <= L2_SUMMARY_MAX_TOKENS + 12,
+        "{line}"
+    );
+    assert!(w.usage_tokens() <= w.budget());
+    // Below L2 there is nothing to summarise.
+    assert_eq!(window(100_000).pending_l2(), None);
+}
+
+#[test]
 fn l3_keeps_prompt_submissions_and_the_last_round() {
     let mut w = window(10_000);
     for n in 1..=9 {
@@ -216,6 +249,9 @@ enum Step {
     },
     Nudge(usize),
     Compact,
+    /// Compaction after an LLM summary of this many characters was offered for the rounds
+    /// L2 would remove.
+    CompactWithSummary(usize),
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -224,6 +260,7 @@ fn step() -> impl Strategy<Value = Step> {
             .prop_map(|(calls, result_chars, submit)| Step::Round { calls, result_chars, submit }),
         1 => (1usize..400).prop_map(Step::Nudge),
         2 => Just(Step::Compact),
+        2 => (1usize..6_000).prop_map(Step::CompactWithSummary),
     ]
 }
 
@@ -259,7 +296,10 @@ proptest! {
                     }
                 }
                 Step::Nudge(len) => w.push_user("n".repeat(len)),
-                Step::Compact => {
+                Step::Compact | Step::CompactWithSummary(_) => {
+                    if let (Step::CompactWithSummary(chars), Some(batch)) = (&s, w.pending_l2()) {
+                        w.offer_summary(batch.first_round, batch.last_round, &"summary ".repeat(chars / 8 + 1));
+                    }
                     let report = w.compact();
                     prop_assert!(!report.over_budget);
                     prop_assert!(w.usage_tokens() <= w.budget(), "{} > {}", w.usage_tokens(), w.budget());

@@ -54,7 +54,7 @@ fn analyst_runs_scan_explore_verify_summarize_with_its_tool_choices() {
     let mut ac = active();
     assert_eq!(
         (t.phase(), t.tool_choice()),
-        (Phase::Scan, ToolChoice::Required)
+        (Phase::Scan, ToolChoice::Auto)
     );
     let overview = ToolObservation::ok("get_project_overview", json!({}), Value::Null, "");
     tool_round(&mut t, &mut ac, std::slice::from_ref(&overview));
@@ -62,7 +62,7 @@ fn analyst_runs_scan_explore_verify_summarize_with_its_tool_choices() {
     tool_round(&mut t, &mut ac, &[overview]);
     assert_eq!(
         (t.phase(), t.tool_choice()),
-        (Phase::Explore, ToolChoice::Required)
+        (Phase::Explore, ToolChoice::Auto)
     );
     tool_round(&mut t, &mut ac, &[known_search()]);
     for _ in 0..3 {
@@ -201,11 +201,11 @@ fn the_iteration_limit_forces_the_terminal_phase_then_exits() {
     assert_eq!(
         seen,
         vec![
-            "1 Scan Required Some(Planning)",
-            "2 Scan Required None",
-            "3 Explore Required Some(PhaseTransition)",
-            "4 Explore Required Some(BudgetWarning)",
-            "5 Explore Required Some(Reflection)",
+            "1 Scan Auto Some(Planning)",
+            "2 Scan Auto None",
+            "3 Explore Auto Some(PhaseTransition)",
+            "4 Explore Auto Some(BudgetWarning)",
+            "5 Explore Auto Some(Reflection)",
             "6 Summarize None Some(ForceExit)",
             "7 Summarize None Some(ForceExit)",
             "exit GraceExhausted",
@@ -265,20 +265,51 @@ fn stale_reflections_have_a_cooldown() {
 }
 
 #[test]
-fn bootstrap_explore_becomes_auto_near_the_search_budget() {
+fn explore_is_auto_as_the_seed_says_and_ends_at_the_search_budget() {
     let budget = ExplorationBudget {
         search_budget: 3,
         ..ExplorationBudget::default()
     };
     let mut t = ExplorationTracker::new(Strategy::Bootstrap, budget);
     let mut ac = active();
-    assert_eq!(t.tool_choice(), ToolChoice::Required);
+    for _ in 0..2 {
+        assert_eq!(
+            (t.phase(), t.tool_choice()),
+            (Phase::Explore, ToolChoice::Auto)
+        );
+        tool_round(&mut t, &mut ac, &[known_search()]);
+    }
     tool_round(&mut t, &mut ac, &[known_search()]);
-    assert_eq!(t.tool_choice(), ToolChoice::Required);
+    assert_eq!(
+        (t.phase(), t.tool_choice()),
+        (Phase::Produce, ToolChoice::Auto)
+    );
+}
+
+#[test]
+fn chat_takes_any_text_as_the_answer_and_never_asks_for_a_plan() {
+    let mut t = ExplorationTracker::new(Strategy::Chat, ExplorationBudget::default());
+    let mut ac = active();
+    let (nudge, verdict) = text_round(&mut t, &mut ac);
+    assert_eq!((nudge, verdict), (None, TextVerdict::FinalAnswer));
+    assert_eq!(
+        (t.phase(), t.tool_choice()),
+        (Phase::Explore, ToolChoice::Auto)
+    );
+    // Three rounds without new information: saturated, tools off, a nudge to answer.
+    let mut t = ExplorationTracker::new(Strategy::Chat, ExplorationBudget::default());
     tool_round(&mut t, &mut ac, &[known_search()]);
-    assert_eq!(t.tool_choice(), ToolChoice::Auto);
-    tool_round(&mut t, &mut ac, &[known_search()]);
-    assert_eq!(t.phase(), Phase::Produce);
+    for _ in 0..3 {
+        tool_round(&mut t, &mut ac, &[known_search()]);
+    }
+    assert_eq!(
+        (t.phase(), t.tool_choice()),
+        (Phase::Summarize, ToolChoice::None)
+    );
+    t.tick();
+    let nudge = t.next_nudge(&mut ac).unwrap();
+    assert_eq!(nudge.kind, NudgeKind::PhaseTransition);
+    assert!(nudge.text.contains("answer the question"), "{}", nudge.text);
 }
 
 #[test]

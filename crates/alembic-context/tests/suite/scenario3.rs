@@ -271,26 +271,27 @@ fn row(
 fn scenario_3_follows_the_rule_table_iteration_by_iteration() {
     use NudgeKind::*;
     use Phase::*;
-    use ToolChoice::{Auto, None as NoTools, Required};
+    // EXPLORE is `auto`, as the seed's table says (it used to force `required`).
+    use ToolChoice::{Auto, None as NoTools};
     let (rows, texts) = drive(script());
     let mut last = row(15, Summarize, Some(PhaseTransition), NoTools, Summarize);
     last.final_answer = true;
     let expected = vec![
-        row(1, Explore, Some(Planning), Required, Explore),
-        row(2, Explore, None, Required, Explore),
-        row(3, Explore, None, Required, Explore),
-        row(4, Explore, None, Required, Explore),
+        row(1, Explore, Some(Planning), Auto, Explore),
+        row(2, Explore, None, Auto, Explore),
+        row(3, Explore, None, Auto, Explore),
+        row(4, Explore, None, Auto, Explore),
         // periodic reflection (every 5 rounds)
-        row(5, Explore, Some(Reflection), Required, Explore),
-        row(6, Explore, None, Required, Explore),
-        row(7, Explore, None, Required, Explore),
+        row(5, Explore, Some(Reflection), Auto, Explore),
+        row(6, Explore, None, Auto, Explore),
+        row(7, Explore, None, Auto, Explore),
         // rounds 5-7 matched no pending plan step: drift review
-        row(8, Explore, Some(Planning), Required, Explore),
+        row(8, Explore, Some(Planning), Auto, Explore),
         // the narration's convergence point: only 1 round without new information so far
-        row(9, Explore, None, Required, Explore),
+        row(9, Explore, None, Auto, Explore),
         // 2 stale rounds and round 10: a (stale) reflection; convergence needs 3 stale rounds.
         // The first submits end EXPLORE.
-        row(10, Explore, Some(Reflection), Required, Produce),
+        row(10, Explore, Some(Reflection), Auto, Produce),
         // the transition nudge carries the distilled findings
         row(11, Produce, Some(PhaseTransition), Auto, Produce),
         row(12, Produce, None, Auto, Produce),
