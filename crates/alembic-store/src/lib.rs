@@ -16,6 +16,8 @@
 
 mod fts;
 
+pub use fts::{ReindexReport, rebuild_fts5};
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

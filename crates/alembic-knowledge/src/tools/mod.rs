@@ -1,5 +1,6 @@
 //! The knowledge tools: `query` (6), `lifecycle` (10), `knowledge-graph` (2), `guard` (4),
-//! `evolution-tools` (3), and the composites `submit_with_check` and `knowledge_overview`.
+//! `evolution-tools` (3), the composites `submit_with_check`, `knowledge_overview` and
+//! `analyze_code`, and the infrastructure tool `graph_impact_analysis`.
 //!
 //! Each tool's arguments are a struct (see [`args`] for the shapes they share) and its
 //! handler receives the [`KnowledgeService`] and the runtime's [`SafetyServices`] it was
@@ -8,6 +9,7 @@
 //! entry's history.
 
 mod args;
+mod composite;
 mod evolution;
 mod graph;
 mod guard;
@@ -148,6 +150,7 @@ pub fn register_tools(
         .chain(graph::tools(&state))
         .chain(guard::tools(&state))
         .chain(evolution::tools(&state))
+        .chain(composite::tools(&state))
     {
         registry.register(def)?;
     }
@@ -176,6 +179,7 @@ pub const TOOL_NAMES: &[&str] = &[
     "get_feedback_stats",
     "check_duplicate",
     "add_graph_edge",
+    "graph_impact_analysis",
     "list_guard_rules",
     "guard_check_code",
     "get_recommendations",
@@ -183,4 +187,5 @@ pub const TOOL_NAMES: &[&str] = &[
     "propose_evolution",
     "confirm_deprecation",
     "skip_evolution",
+    "analyze_code",
 ];

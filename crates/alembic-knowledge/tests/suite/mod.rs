@@ -1,4 +1,6 @@
+mod analyze;
 mod dedup;
+mod impact;
 mod store;
 mod support;
 mod tools;
