@@ -28,6 +28,7 @@ pub use alembic_tools as tools;
 pub mod code_embedder;
 pub mod config;
 pub mod memory_config;
+mod rebuild;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -97,6 +98,8 @@ pub struct ProjectServices {
     pub loops: Arc<alembic_context::LoopDirectory>,
     /// Forged tools under `.alembic/tools/` and skills under `.alembic/skills/`.
     pub forge: Arc<alembic_forge::tools::ForgeService>,
+    /// The audit log, read-only (`query_audit_log`); the writing side is the pipeline's sink.
+    pub audit: Arc<alembic_tools::audit::AuditReader>,
 }
 
 impl std::fmt::Debug for ProjectServices {
@@ -125,6 +128,7 @@ impl ProjectServices {
             ),
             loops: Arc::new(alembic_context::LoopDirectory::default()),
             forge: Arc::new(alembic_forge::tools::ForgeService::for_project(root)),
+            audit: Arc::new(alembic_tools::audit::AuditReader::for_project(root)),
         })
     }
 }
@@ -146,6 +150,8 @@ pub fn register_builtin_tools(
         Arc::clone(&services.safety),
     )?;
     alembic_forge::tools::register_tools(registry, Arc::clone(&services.forge))?;
+    alembic_tools::audit::register_tools(registry, Arc::clone(&services.audit))?;
+    registry.register(rebuild::rebuild_index(services.clone()))?;
     Ok(())
 }
 

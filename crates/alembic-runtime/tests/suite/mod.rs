@@ -1,3 +1,5 @@
 mod code_embedder;
 mod memory_config;
+mod rebuild_index;
+mod seed_tools;
 mod tool_schemas;
