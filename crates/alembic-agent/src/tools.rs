@@ -11,8 +11,9 @@ use alembic_tools::{
 
 use crate::error::AgentError;
 
-/// Tools whose only effect is on the calling run's working memory.
-const WORKING_MEMORY_TOOLS: &[&str] = &["note_finding"];
+/// Tools whose only effect is on the calling run's working memory (its scratchpad, the
+/// recipes it collected).
+const WORKING_MEMORY_TOOLS: &[&str] = &["note_finding", "collect_scan_recipe"];
 
 /// Lets working-memory tools run and asks the project's policy about everything else.
 ///

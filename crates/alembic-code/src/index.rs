@@ -101,6 +101,36 @@ impl IndexChanges {
     }
 }
 
+/// What a refresh would do, found without reading a file or writing the index.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IndexPlan {
+    /// Source files in the project now.
+    pub files: usize,
+    /// Files not in the index yet.
+    pub added: Vec<String>,
+    /// Indexed files whose size or modification time changed (read again; parsed again if
+    /// their content changed).
+    pub changed: Vec<String>,
+    /// Indexed files that are gone.
+    pub removed: Vec<String>,
+    /// Rows the index holds now.
+    pub indexed: usize,
+}
+
+impl IndexPlan {
+    /// The plan for a project that has no index yet: every source file is new. Opens no
+    /// database, so a dry run on a fresh project creates nothing.
+    pub fn for_new_project(root: &Path) -> IndexPlan {
+        let found = walk_files(root, &|rel| Lang::from_path(Path::new(rel)).is_some());
+        IndexPlan {
+            files: found.len(),
+            added: found.into_iter().map(|f| f.rel).collect(),
+            ..IndexPlan::default()
+        }
+    }
+}
+
 /// Progress notifications for a refresh (drive a progress bar).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Progress {
@@ -283,6 +313,42 @@ impl CodeIndex {
                 );
             }
         }
+        Ok(())
+    }
+
+    /// What [`CodeIndex::refresh`] would do now, without reading a file or writing a row.
+    pub fn plan(&self) -> IndexPlan {
+        let found = walk_files(&self.root, &|rel| Lang::from_path(Path::new(rel)).is_some());
+        let mut plan = IndexPlan {
+            files: found.len(),
+            indexed: self.records.len(),
+            ..IndexPlan::default()
+        };
+        for f in &found {
+            match self.records.get(&f.rel) {
+                None => plan.added.push(f.rel.clone()),
+                Some(r) if r.mtime_ns != f.mtime_ns || r.size != f.size => {
+                    plan.changed.push(f.rel.clone())
+                }
+                Some(_) => {}
+            }
+        }
+        let present: std::collections::HashSet<&str> =
+            found.iter().map(|f| f.rel.as_str()).collect();
+        plan.removed = self
+            .records
+            .keys()
+            .filter(|p| !present.contains(p.as_str()))
+            .cloned()
+            .collect();
+        plan.removed.sort();
+        plan
+    }
+
+    /// Forgets every stored summary, so the next refresh parses every file again.
+    pub fn clear(&mut self) -> Result<(), IndexError> {
+        self.conn.execute("delete from code_files", [])?;
+        self.records.clear();
         Ok(())
     }
 

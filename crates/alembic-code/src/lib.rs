@@ -44,7 +44,7 @@ pub mod walk;
 pub use calls::{CallEdge, Resolution};
 pub use extract::{ParseError, summarize};
 pub use graph::{MethodInfo, ProjectGraph, TypeInfo};
-pub use index::{CodeIndex, IndexChanges, IndexError, IndexReport, Progress};
+pub use index::{CodeIndex, IndexChanges, IndexError, IndexPlan, IndexReport, Progress};
 pub use language::Lang;
 pub use semantic::{CodeEmbedder, SearchMode, SemanticSearch};
 pub use service::CodeService;

@@ -12,7 +12,7 @@ use std::time::Instant;
 use alembic_safety::PathGuard;
 
 use crate::graph::ProjectGraph;
-use crate::index::{CodeIndex, IndexChanges, IndexError, IndexReport};
+use crate::index::{CodeIndex, IndexChanges, IndexError, IndexPlan, IndexReport, Progress};
 use crate::semantic::{CodeEmbedder, SemanticIndex};
 use crate::summary::FileSummary;
 
@@ -95,6 +95,37 @@ impl CodeService {
         refresh_locked(&self.root, &mut state)
     }
 
+    /// What a refresh would change now; reads no file and writes nothing.
+    pub fn plan(&self) -> Result<IndexPlan, IndexError> {
+        let mut state = self.lock();
+        Ok(open_locked(&self.root, &mut state)?.plan())
+    }
+
+    /// Refreshes the index (parsing every file again when `force`) with `progress`, and drops
+    /// the graph and semantic index built from the old summaries (with `force` the semantic
+    /// index reuses no vector, so every chunk is embedded again).
+    pub fn rebuild(
+        &self,
+        force: bool,
+        progress: &(dyn Fn(Progress) + Sync),
+    ) -> Result<IndexReport, IndexError> {
+        let mut state = self.lock();
+        let index = open_locked(&self.root, &mut state)?;
+        if force {
+            index.clear()?;
+        }
+        let (report, _) = index.refresh_tracked(progress)?;
+        state.graph = None;
+        state.pending = IndexChanges::default();
+        let old = state.semantic.take();
+        state.stale_semantic = if force {
+            None
+        } else {
+            old.or(state.stale_semantic.take())
+        };
+        Ok(report)
+    }
+
     /// The current project graph: built on first use, then updated incrementally.
     pub fn graph(&self) -> Result<Arc<ProjectGraph>, IndexError> {
         let mut state = self.lock();
@@ -161,13 +192,17 @@ impl CodeService {
     }
 }
 
-fn refresh_locked(root: &Path, state: &mut State) -> Result<IndexReport, IndexError> {
-    if state.index.is_none() {
-        state.index = Some(CodeIndex::open(root)?);
-    }
-    let Some(index) = state.index.as_mut() else {
-        return Ok(IndexReport::default());
+/// The index, opened on first use.
+fn open_locked<'a>(root: &Path, state: &'a mut State) -> Result<&'a mut CodeIndex, IndexError> {
+    let index = match state.index.take() {
+        Some(index) => index,
+        None => CodeIndex::open(root)?,
     };
+    Ok(state.index.insert(index))
+}
+
+fn refresh_locked(root: &Path, state: &mut State) -> Result<IndexReport, IndexError> {
+    let index = open_locked(root, state)?;
     let (report, changes) = index.refresh_tracked(&|_| {})?;
     if !changes.is_empty() {
         if let Some(s) = state.semantic.take() {

@@ -13,7 +13,9 @@
 //!   [`SignalDetector`] and [`PlanTracker`]).
 //! - [`memory_middlewares`] and [`LoopMemory`]: the pipeline middlewares (CacheCheck,
 //!   SubmitDedup, ObservationRecord, TrackerSignal, TraceRecord); [`tools::register_tools`]
-//!   adds `note_finding`, `get_previous_analysis` and `get_previous_evidence`.
+//!   adds `note_finding`, `get_previous_analysis`, `get_previous_evidence`,
+//!   `review_my_output` (checks the run's submissions, [`review`]) and `collect_scan_recipe`
+//!   (validates and collects into the run's [`RunResults`], [`scan`]).
 //!
 //! One iteration of an agent loop, as the runtime drives it:
 //!
@@ -49,6 +51,9 @@ pub mod exploration;
 pub mod message;
 pub mod middleware;
 pub mod observation;
+pub mod review;
+pub mod run;
+pub mod scan;
 pub mod session;
 mod text;
 pub mod tools;
@@ -71,6 +76,7 @@ pub use middleware::{
     DedupMessage, IsNew, IsSubmit, LoopDirectory, LoopMemory, MillisClock, memory_middlewares,
 };
 pub use observation::{ToolObservation, is_submit_tool};
+pub use run::{DuplicateRecipe, RunResults};
 pub use session::{
     CandidateSummary, CrossReference, DimensionDigest, DimensionReport, ProducerContext,
     SessionError, SessionFinding, SessionStore, TierReflection,

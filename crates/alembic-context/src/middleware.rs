@@ -7,7 +7,8 @@
 //!
 //! - **CacheCheck** (before, after SafetyGate): answers read-only calls from the session cache.
 //! - **SubmitDedup** (before, so a duplicate is never written): refuses a submit whose title or
-//!   code pattern was already submitted in this loop.
+//!   code pattern was already submitted in this loop; records accepted submits in the loop's
+//!   [`RunResults`] (after).
 //! - **ObservationRecord** (after): the observation log of the loop's ActiveContext, and the
 //!   session cache (store results of read-only calls; clear it after side effects).
 //! - **TrackerSignal** (after): the exploration tracker's metrics; sets [`IsNew`].
@@ -29,6 +30,7 @@ use crate::active::ScopeId;
 use crate::coordinator::MemoryCoordinator;
 use crate::exploration::ExplorationTracker;
 use crate::observation::{ToolObservation, array_field, is_submit_tool, str_field};
+use crate::run::RunResults;
 use crate::session::{CacheKey, CachedResult, CandidateSummary, is_cacheable_tool};
 
 /// The clock of the session cache's TTLs; tests pass a `ManualClock`.
@@ -121,6 +123,8 @@ pub struct LoopMemory {
     pub scope: ScopeId,
     /// `None` for user chats (they have no exploration control).
     pub tracker: Option<Arc<Mutex<ExplorationTracker>>>,
+    /// What the run submitted and collected (review_my_output, collect_scan_recipe).
+    pub results: RunResults,
     project_root: PathBuf,
     clock: MillisClock,
     ledger: Mutex<SubmitLedger>,
@@ -149,6 +153,7 @@ impl LoopMemory {
             coordinator,
             scope,
             tracker,
+            results: RunResults::default(),
             project_root: project_root.into(),
             clock,
             ledger: Mutex::new(SubmitLedger::default()),
@@ -384,6 +389,7 @@ impl Middleware for SubmitDedup {
                 };
                 lock(session).add_candidate(memory.scope.dimension(), submitted);
             }
+            memory.results.record_submission(observation(call, result));
         } else {
             // A failed or rejected submission may be corrected and submitted again.
             ledger.titles.remove(&title);

@@ -1,7 +1,8 @@
 //! The memory tools of the ast-graph module: `note_finding`, `get_previous_analysis` and
-//! `get_previous_evidence`. They are registered with the runtime's [`LoopDirectory`] and find
-//! the caller's loop in it, so they work for agent loops and answer plainly for callers
-//! without one.
+//! `get_previous_evidence`, plus the run tools `review_my_output` ([`crate::review`]) and
+//! `collect_scan_recipe` ([`crate::scan`]). They are registered with the runtime's
+//! [`LoopDirectory`] and find the caller's loop in it, so they work for agent loops and
+//! answer plainly for callers without one.
 
 use alembic_base::lock;
 use std::fmt::Write as _;
@@ -22,14 +23,17 @@ const EVIDENCE_SHOWN: usize = 8;
 /// Token budget of `get_previous_analysis`.
 const ANALYSIS_BUDGET: usize = 3000;
 
-/// Registers the three memory tools, bound to the directory agent loops attach to.
+/// Registers the three memory tools, `review_my_output` and `collect_scan_recipe`, bound to
+/// the directory agent loops attach to.
 pub fn register_tools(
     registry: &ToolRegistry,
     loops: Arc<LoopDirectory>,
 ) -> Result<(), RegistryError> {
     registry.register(note_finding(Arc::clone(&loops)))?;
     registry.register(get_previous_analysis(Arc::clone(&loops)))?;
-    registry.register(get_previous_evidence(loops))?;
+    registry.register(get_previous_evidence(Arc::clone(&loops)))?;
+    registry.register(crate::review::review_my_output(Arc::clone(&loops)))?;
+    registry.register(crate::scan::collect_scan_recipe(loops))?;
     Ok(())
 }
 

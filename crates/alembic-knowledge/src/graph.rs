@@ -1,6 +1,6 @@
 //! Typed edges between knowledge entries, and the counts behind `get_project_stats`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use rusqlite::{OptionalExtension, TransactionBehavior, params};
 use serde::Serialize;
@@ -41,6 +41,48 @@ pub struct Stats {
     pub edges_by_relation: BTreeMap<String, u64>,
     pub open_proposals: u64,
     pub guard_runs: u64,
+}
+
+/// Relations along which a change to an entry reaches the entries that point at it
+/// (`B -requires-> A`: changing A affects B).
+pub const IMPACT_RELATIONS: &[&str] = &[
+    "requires",
+    "extends",
+    "enforces",
+    "depends_on",
+    "inherits",
+    "implements",
+    "calls",
+    "prerequisite",
+];
+
+/// Most entries one impact analysis reports.
+pub const MAX_IMPACTED: usize = 200;
+
+/// An entry a change reaches, and how.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Impacted {
+    pub id: String,
+    pub title: String,
+    pub status: Status,
+    /// Edges between the analysed entry and this one.
+    pub depth: usize,
+    /// The relation of this entry's own edge (toward the entry before it on the path).
+    pub relation: String,
+    /// Entry ids from the analysed entry to this one.
+    pub path: Vec<String>,
+    /// The relation of each edge along `path`.
+    pub relations: Vec<String>,
+}
+
+/// What an impact analysis found.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Impact {
+    pub impacted: Vec<Impacted>,
+    /// More entries were reached than [`MAX_IMPACTED`].
+    pub truncated: bool,
 }
 
 /// Checks `relation` against the vocabulary.
@@ -162,6 +204,53 @@ impl KnowledgeStore {
             });
         }
         Ok(out)
+    }
+
+    /// Entries a change to `id` reaches: breadth first over incoming edges of the
+    /// [`IMPACT_RELATIONS`], up to `max_depth` edges away, each entry once (at its smallest
+    /// depth), cycles included.
+    pub fn impact(&self, id: &str, max_depth: usize) -> Result<Impact, KnowledgeError> {
+        status_in(&self.conn, id)?;
+        let mut seen = HashSet::from([id.to_string()]);
+        let mut frontier = vec![(vec![id.to_string()], Vec::<String>::new())];
+        let mut impact = Impact::default();
+        for depth in 1..=max_depth {
+            let mut next = Vec::new();
+            for (path, relations) in &frontier {
+                let node = path.last().map_or(id, String::as_str);
+                for n in self.edges_where("to_id", "from_id", node, None)? {
+                    let relation = n.edge.relation;
+                    if !IMPACT_RELATIONS.contains(&relation.as_str()) || seen.contains(&n.other_id)
+                    {
+                        continue;
+                    }
+                    if impact.impacted.len() == MAX_IMPACTED {
+                        impact.truncated = true;
+                        return Ok(impact);
+                    }
+                    seen.insert(n.other_id.clone());
+                    let mut path = path.clone();
+                    path.push(n.other_id.clone());
+                    let mut relations = relations.clone();
+                    relations.push(relation.clone());
+                    impact.impacted.push(Impacted {
+                        id: n.other_id,
+                        title: n.other_title,
+                        status: n.other_status,
+                        depth,
+                        relation,
+                        path: path.clone(),
+                        relations: relations.clone(),
+                    });
+                    next.push((path, relations));
+                }
+            }
+            if next.is_empty() {
+                break;
+            }
+            frontier = next;
+        }
+        Ok(impact)
     }
 
     /// Counts by status, kind, language and relation.

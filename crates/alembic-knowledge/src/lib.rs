@@ -42,7 +42,7 @@ pub mod tools;
 
 pub use error::KnowledgeError;
 pub use evolution::Proposal;
-pub use graph::{Neighbour, Neighbours, Stats};
+pub use graph::{Impact, Impacted, Neighbour, Neighbours, Stats};
 pub use guard::{GuardRules, Severity, Violation};
 pub use model::{Edge, Entry, Kind, NewEntry, RELATIONS, Status, Transition};
 pub use quality::{Quality, Validation};

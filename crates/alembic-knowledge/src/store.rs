@@ -14,6 +14,7 @@ use crate::model::{Entry, Kind, NewEntry, Status, Transition, normalise_title};
 use crate::schema::{COMPONENT, MIGRATIONS};
 use crate::text;
 
+mod reindex;
 mod rows;
 
 pub(crate) use rows::insert_history;

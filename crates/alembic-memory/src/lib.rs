@@ -34,6 +34,7 @@ pub mod embed;
 mod error;
 mod model;
 mod operator_tools;
+mod reindex;
 mod retriever;
 mod rows;
 mod schema;

@@ -31,6 +31,7 @@ pub mod code_embedder;
 pub mod config;
 pub mod llm_provider;
 pub mod memory_config;
+mod rebuild;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -109,6 +110,8 @@ pub struct ProjectServices {
     pub llm: alembic_knowledge::tools::ProviderSlot,
     /// The project's skills (`.alembic/skills/`) and the built-in ones.
     pub skills: Arc<alembic_skills::SkillService>,
+    /// The audit log, read-only (`query_audit_log`); the writing side is the pipeline's sink.
+    pub audit: Arc<alembic_tools::audit::AuditReader>,
 }
 
 impl std::fmt::Debug for ProjectServices {
@@ -151,6 +154,7 @@ impl ProjectServices {
             bootstrap,
             llm: llm_provider::provider_slot(),
             skills: Arc::new(alembic_skills::SkillService::for_project(root)),
+            audit: Arc::new(alembic_tools::audit::AuditReader::for_project(root)),
         })
     }
 }
@@ -184,6 +188,8 @@ pub fn register_builtin_tools(
         Arc::clone(&services.knowledge),
         Arc::clone(&services.memory),
     )?;
+    alembic_tools::audit::register_tools(registry, Arc::clone(&services.audit))?;
+    registry.register(rebuild::rebuild_index(services.clone()))?;
     Ok(())
 }
 

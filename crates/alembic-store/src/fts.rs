@@ -177,3 +177,21 @@ end;
         assert_eq!((hits(&conn, "retry"), hits(&conn, "jitter")), (0, 0));
     }
 }
+
+/// What re-indexing a searchable table found (and did): its rows, and how many held index
+/// text that differs from what the current tokenizer writes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReindexReport {
+    pub rows: u64,
+    pub stale: u64,
+    /// Whether the stale rows were rewritten and the FTS5 index rebuilt (not on a dry run).
+    pub written: bool,
+}
+
+/// Rebuilds the external-content FTS5 index `fts` from its content table (FTS5's `rebuild`
+/// command), e.g. after index text was recomputed. Run it inside the transaction that changed
+/// the rows, so the index never lags behind them.
+pub fn rebuild_fts5(conn: &rusqlite::Connection, fts: &str) -> rusqlite::Result<()> {
+    conn.execute(&format!("insert into {fts} ({fts}) values ('rebuild')"), [])?;
+    Ok(())
+}

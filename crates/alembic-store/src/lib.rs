@@ -17,6 +17,8 @@
 mod fts;
 pub mod layout;
 
+pub use fts::{ReindexReport, rebuild_fts5};
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

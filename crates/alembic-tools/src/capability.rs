@@ -207,7 +207,40 @@ mod tests {
         assert!(tools.contains("get_tool_details"));
         assert!(!tools.contains("run_safe_command"));
         assert!(!tools.contains("write_project_file"));
-        assert_eq!(tools.len(), 25);
+        // Trimmed to the seed's "about 20": no bootstrap-session tools (a chat has no
+        // session), no plan_task, not the two narrowest AST queries.
+        for gone in ["get_previous_analysis", "plan_task", "get_category_map"] {
+            assert!(!tools.contains(gone), "{gone}");
+        }
+        assert_eq!(tools.len(), 20);
+    }
+
+    #[test]
+    fn insight_is_analysis_plus_production_trimmed_to_about_fifteen() {
+        let cat = PresetCatalog::builtin();
+        let Allowlist::Only(tools) = cat.allowlist("insight").unwrap() else {
+            panic!("insight must be restricted");
+        };
+        let names: Vec<&str> = tools.iter().map(String::as_str).collect();
+        assert_eq!(
+            names,
+            [
+                "get_class_hierarchy",
+                "get_class_info",
+                "get_file_summary",
+                "get_project_overview",
+                "get_protocol_info",
+                "list_project_structure",
+                "note_finding",
+                "query_call_graph",
+                "query_code_graph",
+                "read_project_file",
+                "search_project_code",
+                "semantic_search_code",
+                "submit_knowledge",
+                "submit_with_check",
+            ]
+        );
     }
 
     #[test]

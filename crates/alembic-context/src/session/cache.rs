@@ -31,6 +31,8 @@ pub const NEVER_CACHED: &[&str] = &[
     "write_project_file",
     "run_safe_command",
     "collect_scan_recipe",
+    "review_my_output",
+    "query_audit_log",
 ];
 
 /// Whether results of `tool` may be cached at all (`submit_*` never are).

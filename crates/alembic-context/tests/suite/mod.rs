@@ -1,3 +1,4 @@
 mod exploration;
 mod pipeline;
+mod run_tools;
 mod scenario3;

@@ -24,13 +24,25 @@ fn kind_of(new: &NewEntry) -> Kind {
 }
 
 fn entry_search_text(new: &NewEntry) -> String {
-    text::search_text(&[
+    search_text_of(
         &new.title,
         &new.description,
         &new.content,
         &new.pattern,
-        &new.tags.join(" "),
-    ])
+        &new.tags,
+    )
+}
+
+/// The index text of an entry with these fields (the one definition, for writes and
+/// re-indexing).
+pub(super) fn search_text_of(
+    title: &str,
+    description: &str,
+    content: &str,
+    pattern: &str,
+    tags: &[String],
+) -> String {
+    text::search_text(&[title, description, content, pattern, &tags.join(" ")])
 }
 
 /// The columns an entry's content fills, as named parameters: insert and update write the

@@ -1,5 +1,6 @@
 //! `knowledge-graph` tools: `check_duplicate` (similar live entries by normalised title and
-//! content) and `add_graph_edge` (a typed relation between two existing, different entries).
+//! content) and `add_graph_edge` (a typed relation between two existing, different entries);
+//! and the infrastructure tool `graph_impact_analysis` (what a change to an entry reaches).
 
 use alembic_tools::{EffectClass, ToolContext, ToolDefinition, ToolError, ToolModule, ToolOutput};
 use serde::Deserialize;
@@ -47,6 +48,22 @@ struct EdgeArgs {
     weight: f64,
 }
 
+fn three() -> i64 {
+    3
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct ImpactArgs {
+    /// the entry whose change is analysed
+    #[schemars(length(min = 1))]
+    recipe_id: String,
+    /// how many edges away to follow
+    #[serde(default = "three")]
+    #[schemars(range(min = 1, max = 5))]
+    max_depth: i64,
+}
+
 pub(crate) fn tools(state: &Knowledge) -> Vec<ToolDefinition> {
     vec![
         bind(
@@ -71,6 +88,19 @@ pub(crate) fn tools(state: &Knowledge) -> Vec<ToolDefinition> {
             ),
             state,
             add_graph_edge,
+        ),
+        bind(
+            ToolDefinition::typed::<ImpactArgs>(
+                "graph_impact_analysis",
+                "What a change to a knowledge entry affects: the entries that require, extend, \
+                 enforce, depend on, inherit, implement, call or presuppose it, directly or \
+                 through others, up to maxDepth edges away, each with its depth and the path of \
+                 relations that reaches it.",
+                ToolModule::Infrastructure,
+                EffectClass::ReadOnly,
+            ),
+            state,
+            graph_impact_analysis,
         ),
     ]
 }
@@ -171,4 +201,42 @@ fn add_graph_edge(
         json!({"success": true, "created": new, "edge": edge}),
         text,
     ))
+}
+
+fn graph_impact_analysis(
+    s: &Knowledge,
+    args: ImpactArgs,
+    _: &ToolContext,
+) -> Result<ToolOutput, ToolError> {
+    let id = args.recipe_id.trim();
+    if id.is_empty() {
+        return Err(ToolError::Invalid(
+            "argument \"recipeId\": expected an entry id, got an empty string".into(),
+        ));
+    }
+    let depth = args.max_depth.clamp(1, 5) as usize;
+    let impact = s.kb.with(|kb| kb.impact(id, depth))?;
+    let n = impact.impacted.len();
+    let mut text = format!(
+        "{n} entr{} affected by a change to {id} (depth ≤ {depth}){}\n",
+        if n == 1 { "y" } else { "ies" },
+        if impact.truncated {
+            ", list truncated"
+        } else {
+            ""
+        }
+    );
+    for x in &impact.impacted {
+        let mut chain = x.id.clone();
+        for (i, rel) in x.relations.iter().enumerate().rev() {
+            chain.push_str(&format!(" -{rel}-> {}", x.path[i]));
+        }
+        text.push_str(&format!(
+            "  depth {} [{}] {}: {chain}\n",
+            x.depth, x.status, x.title
+        ));
+    }
+    let data = json!({"recipeId": id, "maxDepth": depth, "impactedCount": n,
+        "impacted": impact.impacted, "truncated": impact.truncated});
+    Ok(ToolOutput::new(data, text.trim_end()))
 }

@@ -168,18 +168,23 @@ fn list_guard_rules(
     ))
 }
 
-/// What `guard_check_code` checks: the target's name, its code and language.
-fn check_target(s: &Knowledge, args: CheckArgs) -> Result<(String, String, String), ToolError> {
-    if let Some(path) = args.file_path.get() {
+/// What `guard_check_code` (and `analyze_code`) checks: the file at `file_path` (through
+/// PathGuard), else the snippet `code`; returns the target's name, its code and language.
+pub(super) fn check_target(
+    s: &Knowledge,
+    file_path: &Text,
+    code: Option<String>,
+    language: &Text,
+) -> Result<(String, String, String), ToolError> {
+    if let Some(path) = file_path.get() {
         let code = s.safety.guard.read_to_string(path).map_err(read_error)?;
-        let lang = args
-            .language
+        let lang = language
             .get()
             .map(str::to_ascii_lowercase)
             .unwrap_or_else(|| language_of(path).to_string());
         return Ok((path.to_string(), code, lang));
     }
-    let code = args.code.ok_or_else(|| {
+    let code = code.ok_or_else(|| {
         ToolError::Invalid("give \"filePath\" (a project file) or \"code\" (a snippet)".into())
     })?;
     if code.len() > MAX_CODE_BYTES {
@@ -188,7 +193,7 @@ fn check_target(s: &Knowledge, args: CheckArgs) -> Result<(String, String, Strin
             code.len()
         )));
     }
-    let lang = args.language.get().unwrap_or("").to_ascii_lowercase();
+    let lang = language.get().unwrap_or("").to_ascii_lowercase();
     Ok(("(inline)".to_string(), code, lang))
 }
 
@@ -197,7 +202,7 @@ fn guard_check_code(
     args: CheckArgs,
     ctx: &ToolContext,
 ) -> Result<ToolOutput, ToolError> {
-    let (target, code, language) = check_target(s, args)?;
+    let (target, code, language) = check_target(s, &args.file_path, args.code, &args.language)?;
     let rules = s.kb.guard_rules(&s.safety.guard)?;
     let violations = rules.check(&code, &language);
     let rules_applied = rules.for_language(Some(&language)).len();

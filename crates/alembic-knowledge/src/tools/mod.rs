@@ -1,7 +1,8 @@
 //! The knowledge tools: `query` (6), `lifecycle` (10), `knowledge-graph` (2), `guard` (4),
-//! `evolution-tools` (3), and the composites `submit_with_check` and `knowledge_overview`;
-//! and, registered apart with the project's LLM provider, the `ai-analysis` tools
-//! `enrich_candidate` and `refine_bootstrap_candidates` ([`register_analysis_tools`]).
+//! `evolution-tools` (3), the composites `submit_with_check`, `knowledge_overview` and
+//! `analyze_code`, and the infrastructure tool `graph_impact_analysis`; and, registered apart
+//! with the project's LLM provider, the `ai-analysis` tools `enrich_candidate` and
+//! `refine_bootstrap_candidates` ([`register_analysis_tools`]).
 //!
 //! Each tool's arguments are a struct (see [`args`] for the shapes they share) and its
 //! handler receives the [`KnowledgeService`] and the runtime's [`SafetyServices`] it was
@@ -11,6 +12,7 @@
 
 mod analysis;
 mod args;
+mod composite;
 mod evolution;
 mod graph;
 mod guard;
@@ -153,6 +155,7 @@ pub fn register_tools(
         .chain(graph::tools(&state))
         .chain(guard::tools(&state))
         .chain(evolution::tools(&state))
+        .chain(composite::tools(&state))
     {
         registry.register(def)?;
     }
@@ -181,6 +184,7 @@ pub const TOOL_NAMES: &[&str] = &[
     "get_feedback_stats",
     "check_duplicate",
     "add_graph_edge",
+    "graph_impact_analysis",
     "list_guard_rules",
     "guard_check_code",
     "get_recommendations",
@@ -188,4 +192,5 @@ pub const TOOL_NAMES: &[&str] = &[
     "propose_evolution",
     "confirm_deprecation",
     "skip_evolution",
+    "analyze_code",
 ];

@@ -1,5 +1,7 @@
 mod analysis;
+mod analyze;
 mod dedup;
+mod impact;
 mod store;
 mod support;
 mod tools;

@@ -49,7 +49,8 @@ fn every_tool_is_registered_in_its_module_with_the_right_effect() {
     assert_eq!(per_module.get(&ToolModule::Guard), Some(&4));
     assert_eq!(per_module.get(&ToolModule::KnowledgeGraph), Some(&2));
     assert_eq!(per_module.get(&ToolModule::EvolutionTools), Some(&3));
-    assert_eq!(per_module.get(&ToolModule::Composite), Some(&2));
+    assert_eq!(per_module.get(&ToolModule::Composite), Some(&3));
+    assert_eq!(per_module.get(&ToolModule::Infrastructure), Some(&1));
 }
 
 #[test]

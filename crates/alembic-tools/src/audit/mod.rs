@@ -10,6 +10,7 @@
 //! by a background thread so that a tool call only pays for a channel send; `flush` waits for
 //! everything sent so far to be on disk.
 
+mod query;
 mod verify;
 mod writer;
 
@@ -26,6 +27,7 @@ use crate::call::{ToolCall, ToolOutcome};
 use crate::canonical::{canonical_json, sha256_hex};
 use crate::redact::{redact_text, redact_value};
 
+pub use query::{AuditPage, AuditQuery, AuditReader, AuditStats, parse_time, register_tools};
 pub use verify::{ChainBreak, VerifyReport, verify};
 pub use writer::AuditLog;
 
