@@ -206,7 +206,7 @@ impl AgentRuntime {
     }
 
     /// The model's context in tokens (the option, else the model table).
-    fn context_tokens(&self) -> usize {
+    pub(crate) fn context_tokens(&self) -> usize {
         self.options
             .context_window
             .unwrap_or_else(|| context_size(self.provider.model()))

@@ -174,6 +174,7 @@ impl AgentRuntime {
             run_id: &run_id,
             preset: BOOTSTRAP_PRESET,
             coordinator: &coordinator,
+            split: coordinator.split(self.context_tokens()),
             scope: &scope,
             static_memory: &static_memory,
             cancel,

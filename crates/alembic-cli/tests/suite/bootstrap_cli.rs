@@ -193,6 +193,10 @@ fn bad_arguments_are_usage_errors_and_help_lists_the_options() {
 }
 
 #[test]
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the test needs the child's pid to kill -9 it mid-run"
+)]
 fn a_run_killed_after_a_checkpoint_resumes_without_redoing_or_half_writing() {
     let (_dir, root) = planted();
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("alembic"))
