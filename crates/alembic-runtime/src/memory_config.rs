@@ -421,7 +421,7 @@ mod tests {
             ),
             (
                 "[memory]\nmemories_max = 10\n",
-                "/p/.alembic/config.toml is not valid: [memory] has no setting \"memories_max\"; accepted: max_memories, archive_days, forget_days, weight_recency, weight_importance, weight_relevance, recency_half_life_days, ranking, embedder, embedder_model_dir, embedder_url, embedder_model",
+                "/p/.alembic/config.toml is not valid: [memory] has no setting \"memories_max\"; accepted: max_memories, archive_days, forget_days, weight_recency, weight_importance, weight_relevance, recency_half_life_days, ranking, embedder, embedder_model_dir, embedder_url, embedder_model, max_budget_tokens, extract_from_conversations",
             ),
             (
                 "memory = 3\n",

@@ -204,15 +204,20 @@ mod tests {
         };
         assert!(tools.contains("search_project_code"));
         assert!(tools.contains("search_knowledge"));
-        assert!(tools.contains("get_tool_details"));
+        assert!(tools.contains("plan_task"));
+        assert!(tools.contains("forge_tool"));
         assert!(!tools.contains("run_safe_command"));
         assert!(!tools.contains("write_project_file"));
         // Trimmed to the seed's "about 20": no bootstrap-session tools (a chat has no
-        // session), no plan_task, not the two narrowest AST queries.
-        for gone in ["get_previous_analysis", "plan_task", "get_category_map"] {
+        // session), no get_tool_details, not the two narrowest AST queries.
+        for gone in [
+            "get_previous_analysis",
+            "get_tool_details",
+            "get_category_map",
+        ] {
             assert!(!tools.contains(gone), "{gone}");
         }
-        assert_eq!(tools.len(), 20);
+        assert_eq!(tools.len(), 21);
     }
 
     #[test]
@@ -225,6 +230,7 @@ mod tests {
         assert_eq!(
             names,
             [
+                "forge_tool",
                 "get_class_hierarchy",
                 "get_class_info",
                 "get_file_summary",

@@ -328,7 +328,8 @@ async fn insight_runs_an_analyst_then_a_producer_with_the_distilled_findings() {
 #[tokio::test]
 async fn the_window_is_compacted_before_requests_and_keeps_the_question_first() {
     let mut h = Harness::new(ProviderKind::OpenAi).await;
-    h.options.context_budget = Some(9000);
+    // Tight enough that six 60-line reads overflow the window next to the 21 chat schemas.
+    h.options.context_budget = Some(8000);
     let big: String = (0..400)
         .map(|i| {
             format!("    func step{i}() {{ repository.load(); /* padding padding padding */ }}\n")

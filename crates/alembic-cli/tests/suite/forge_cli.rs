@@ -168,14 +168,17 @@ fn a_created_composition_is_saved_loaded_at_start_and_callable() {
         .assert()
         .success();
     let skill =
-        std::fs::read_to_string(p.join(".alembic/skills/find_with_layout/SKILL.md")).unwrap();
+        std::fs::read_to_string(p.join(".alembic/skills/find-with-layout/SKILL.md")).unwrap();
     assert!(
         skill.contains("## Examples") && skill.contains("\"pattern\": \"main\""),
         "{skill}"
     );
+    // the tool's schema is the skill's `arguments` (one-line JSON in the front matter)
     assert!(
-        p.join(".alembic/skills/find_with_layout/schema.json")
-            .is_file()
+        skill
+            .lines()
+            .any(|l| l.starts_with("arguments:") && l.contains("\"pattern\"")),
+        "{skill}"
     );
     // the promotion is a `cli` call and its example a nested call under it
     let tail = alembic(p)

@@ -127,11 +127,13 @@ const SEED_TOOLS: &[(&str, usize, &[&str])] = &[
 ];
 
 /// Tools Alembic registers beyond the seed's sixty, with their module: persistent memory
-/// (the seed's memory system exposed as tools) and the forge's operator tools.
+/// (the seed's memory system exposed as tools), the forge's operator tools and `forge_tool`
+/// (ToolForge in the agent loop).
 const EXTRA_TOOLS: &[(&str, &str)] = &[
     ("forge_promote", "infrastructure"),
     ("forge_remove", "infrastructure"),
     ("forge_save", "infrastructure"),
+    ("forge_tool", "composite"),
     ("memory_forget", "infrastructure"),
     ("memory_gc", "infrastructure"),
     ("memory_import", "infrastructure"),
