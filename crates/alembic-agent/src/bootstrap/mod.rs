@@ -19,13 +19,13 @@ use std::sync::{Arc, Mutex};
 use alembic_base::lock;
 use alembic_context::{
     ActiveContextOptions, BudgetProfile, CandidateSummary, DimensionReport, Finding, ScopeId,
-    SessionFinding, SessionStore, StaticPromptRequest, Strategy, TierReflection,
+    SessionFinding, SessionStore, StaticPromptRequest, TierReflection,
 };
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::AgentError;
-use crate::preset::{ANALYST_TOOLS_PRESET, PRODUCER_TOOLS_PRESET, StageLimits, StageSpec};
+use crate::preset::AgentPreset;
 use crate::report::{StageReport, UsageReport};
 use crate::runtime::{AgentRuntime, RunContext, run_stages};
 use crate::stage::StageOutcome;
@@ -77,28 +77,6 @@ pub fn new_session() -> SharedSession {
 /// Builds, stores and returns the reflection of tier `tier` over its dimensions `dims`.
 pub fn finish_tier(session: &SharedSession, tier: usize, dims: &[&str]) -> TierReflection {
     lock(session).reflect_tier(tier, dims)
-}
-
-/// The analyst and producer stages of a dimension.
-fn dimension_stages(limits: &StageLimits) -> Vec<StageSpec> {
-    vec![
-        StageSpec {
-            name: "analyst".into(),
-            tools_preset: ANALYST_TOOLS_PRESET.into(),
-            profile: BudgetProfile::Analyst,
-            strategy: Some(Strategy::Analyst),
-            max_iterations: limits.analyst_iterations,
-            temperature: 0.4,
-        },
-        StageSpec {
-            name: "producer".into(),
-            tools_preset: PRODUCER_TOOLS_PRESET.into(),
-            profile: BudgetProfile::Producer,
-            strategy: Some(Strategy::Producer),
-            max_iterations: limits.producer_iterations,
-            temperature: 0.3,
-        },
-    ]
 }
 
 /// The task of a dimension: its label, guide and knowledge types, then what earlier tiers
@@ -179,7 +157,7 @@ impl AgentRuntime {
             static_memory: &static_memory,
             cancel,
         };
-        let stages = dimension_stages(&self.options().limits);
+        let stages = AgentPreset::Insight.stages(&self.options().limits);
         let outcomes = run_stages(&ctx, &stages, &task).await;
         let findings = coordinator.with_active(&scope, |ac| ac.findings().to_vec());
         let outcomes = match outcomes {

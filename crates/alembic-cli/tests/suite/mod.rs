@@ -20,3 +20,26 @@ pub fn alembic(dir: &std::path::Path) -> Command {
     c.current_dir(dir).env("ALEMBIC_LOG", "error");
     c
 }
+
+/// A composition spec the forge and skills tests create: a search plus the layout, in one call.
+pub const FIND_WITH_LAYOUT_SPEC: &str = r#"
+name = "find_with_layout"
+description = "Search the code for a pattern and show the project layout in one call."
+merge_strategy = "parallel"
+
+[parameters]
+type = "object"
+required = ["pattern"]
+[parameters.properties.pattern]
+type = "string"
+description = "text to find"
+
+[[steps]]
+tool = "search_project_code"
+args = { pattern = "${params.pattern}", maxResults = 3 }
+extract_key = "matches"
+
+[[steps]]
+tool = "list_project_structure"
+args = { depth = 1 }
+"#;

@@ -9,27 +9,7 @@ use serde_json::{Value, json};
 
 use super::alembic;
 
-const SPEC: &str = r#"
-name = "find_with_layout"
-description = "Search the code for a pattern and show the project layout in one call."
-merge_strategy = "parallel"
-
-[parameters]
-type = "object"
-required = ["pattern"]
-[parameters.properties.pattern]
-type = "string"
-description = "text to find"
-
-[[steps]]
-tool = "search_project_code"
-args = { pattern = "${params.pattern}", maxResults = 3 }
-extract_key = "matches"
-
-[[steps]]
-tool = "list_project_structure"
-args = { depth = 1 }
-"#;
+use super::FIND_WITH_LAYOUT_SPEC as SPEC;
 
 fn git(dir: &Path, args: &[&str]) -> String {
     let out = assert_cmd::Command::new("git")
