@@ -31,6 +31,22 @@ pub enum AgentEvent {
         name: String,
         status: String,
     },
+    /// The message window was compacted before a model call.
+    ContextCompacted {
+        /// `L1`, `L2` or `L3` (the highest level that ran).
+        level: String,
+        tokens_before: usize,
+        tokens_after: usize,
+        budget: usize,
+        /// L2 wrote the model's summary of the old rounds (not its rule-based lines).
+        llm_summary: bool,
+    },
+    /// The model could not summarise old rounds for L2; the rule-based lines are used.
+    L2SummaryFailed {
+        first_round: usize,
+        last_round: usize,
+        error: String,
+    },
     /// The model call failed once; the round is asked again.
     Retrying {
         error: String,

@@ -17,7 +17,9 @@
 //!   trace) see every call; malformed argument JSON is answered with the parser's feedback;
 //! - a text reply ends the stage (when the tracker agrees), an empty reply is retried once
 //!   with a nudge, model errors follow the 2-strike policy, and when the rounds run out one
-//!   last request with tools off asks for a summary.
+//!   last request with tools off asks for a summary;
+//! - when compaction would fold old rounds (L2), the model summarises them first in one
+//!   bounded call per round range; a failed call leaves the rule-based record lines.
 //!
 //! Presets ([`AgentPreset`]): `chat` (one loop, user memory profile) and `insight` (an analyst
 //! stage with the code_analysis tools, then a producer stage with the knowledge_production
@@ -60,4 +62,5 @@ pub use preset::{
 pub use prompt::{EMPTY_REPLY_NUDGE, FORCED_SUMMARY_NUDGE};
 pub use report::{MemoryReport, RunReport, StageEnd, StageReport, ToolCallRecord, UsageReport};
 pub use runtime::{AgentOptions, AgentRuntime, RunRequest};
+pub use stage::L2_SUMMARY_SYSTEM_PROMPT;
 pub use tools::{AgentTools, WorkingMemorySafety};

@@ -40,6 +40,8 @@ pub struct UsageReport {
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub requests: u32,
+    /// Of `requests`, the calls that summarised old rounds for the context window's L2.
+    pub summary_requests: u32,
 }
 
 impl UsageReport {
@@ -47,6 +49,14 @@ impl UsageReport {
         self.input_tokens += usage.input_tokens;
         self.output_tokens += usage.output_tokens;
         self.requests += 1;
+    }
+
+    /// Adds another stage's (or run's) usage.
+    pub fn absorb(&mut self, other: &UsageReport) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.requests += other.requests;
+        self.summary_requests += other.summary_requests;
     }
 
     pub fn total(&self) -> u64 {

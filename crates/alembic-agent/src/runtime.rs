@@ -45,6 +45,11 @@ pub struct AgentOptions {
     /// At the end of a run, turn its findings and the user's stated preferences into
     /// candidate memories (`[memory] extract_from_conversations`).
     pub extract_from_conversations: bool,
+    /// Let the model summarise the old rounds the window's L2 folds (one bounded call per
+    /// round range); off, or when the call fails, L2 writes its rule-based lines.
+    pub l2_summary: bool,
+    /// Time limit of one L2 summary call (the rule-based lines are used after it).
+    pub l2_summary_timeout: Duration,
     /// Milliseconds clock for the session cache.
     pub clock: MillisClock,
     /// Wall-clock limit of one whole run (every stage); `None` runs until the stages end.
@@ -62,6 +67,8 @@ impl std::fmt::Debug for AgentOptions {
             .field("run_timeout", &self.run_timeout)
             .field("context_window", &self.context_window)
             .field("memory_budget_cap", &self.memory_budget_cap)
+            .field("l2_summary", &self.l2_summary)
+            .field("l2_summary_timeout", &self.l2_summary_timeout)
             .finish_non_exhaustive()
     }
 }
@@ -79,6 +86,8 @@ impl Default for AgentOptions {
             context_window: None,
             memory_budget_cap: None,
             extract_from_conversations: true,
+            l2_summary: true,
+            l2_summary_timeout: Duration::from_secs(30),
             clock: Arc::new(alembic_base::SystemClock),
             run_timeout: None,
         }
@@ -362,9 +371,7 @@ fn assemble(
     let mut tool_calls: Vec<ToolCallRecord> = Vec::new();
     let mut stages: Vec<StageReport> = Vec::new();
     for o in outcomes {
-        usage.input_tokens += o.usage.input_tokens;
-        usage.output_tokens += o.usage.output_tokens;
-        usage.requests += o.usage.requests;
+        usage.absorb(&o.usage);
         tool_calls.extend(o.tool_calls);
         stages.push(o.report);
     }

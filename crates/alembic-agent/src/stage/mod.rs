@@ -6,7 +6,12 @@
 //! tool calls through the pipeline (at most [`crate::AgentOptions::max_tool_calls_per_turn`];
 //! malformed ones are answered with the parser's feedback) or take its text as the answer.
 //! An empty reply is retried once with a nudge; model errors follow the 2-strike policy; when
-//! the rounds run out the stage asks for a summary with tools switched off.
+//! the rounds run out the stage asks for a summary with tools switched off. Before the
+//! window compacts, old rounds L2 would fold may be summarised by the model (`l2.rs`).
+
+mod l2;
+
+pub use l2::L2_SUMMARY_SYSTEM_PROMPT;
 
 use alembic_base::lock;
 use std::sync::{Arc, Mutex};
@@ -100,6 +105,7 @@ pub(crate) struct StageLoop<'a> {
     system: String,
     window: ContextWindow,
     ledger: CallLedger,
+    l2_cache: l2::L2Cache,
     strikes: ErrorStrikes,
     tracker: Option<Arc<Mutex<ExplorationTracker>>>,
     /// Number of the round being run (1-based).
@@ -154,6 +160,7 @@ impl<'a> StageLoop<'a> {
             system: String::new(),
             window,
             ledger: CallLedger::default(),
+            l2_cache: l2::L2Cache::default(),
             strikes: ErrorStrikes::new(2, ctx.options.strike_pause),
             tracker,
             round: 0,
@@ -178,7 +185,7 @@ impl<'a> StageLoop<'a> {
             if !self.begin_round()? {
                 break;
             }
-            let choice = self.prepare_round()?;
+            let choice = self.prepare_round().await?;
             let Some(reply) = self.call_model(choice).await? else {
                 continue;
             };
@@ -256,7 +263,7 @@ impl<'a> StageLoop<'a> {
     }
 
     /// Queues the tracker's nudge, sets the system prompt, compacts; returns the tool choice.
-    fn prepare_round(&mut self) -> Result<ToolChoice, AgentError> {
+    async fn prepare_round(&mut self) -> Result<ToolChoice, AgentError> {
         self.refresh_tools();
         if let Some(t) = self.tracker.clone() {
             let nudge = self.with_active(|ac| lock(&t).next_nudge(ac))?;
@@ -277,12 +284,12 @@ impl<'a> StageLoop<'a> {
             },
             None => ToolChoice::Auto,
         };
-        self.refresh_window(choice)?;
+        self.refresh_window(choice).await?;
         Ok(choice)
     }
 
     /// System prompt of this round, then compaction with the tokens the request will carry.
-    fn refresh_window(&mut self, choice: ToolChoice) -> Result<(), AgentError> {
+    async fn refresh_window(&mut self, choice: ToolChoice) -> Result<(), AgentError> {
         let mut parts = vec![self.base_prompt.clone()];
         if !self.ctx.static_memory.is_empty() {
             parts.push(self.ctx.static_memory.to_string());
@@ -308,10 +315,7 @@ impl<'a> StageLoop<'a> {
             self.schema_tokens
         };
         self.window.set_tool_schema_tokens(schema_tokens);
-        let report = self.window.compact();
-        if report.removed_messages > 0 || report.truncated > 0 {
-            tracing::debug!(?report, "context compacted");
-        }
+        self.compact().await;
         Ok(())
     }
 
@@ -542,7 +546,7 @@ impl<'a> StageLoop<'a> {
     /// The last request when the rounds ran out: tools off, answer from what was found.
     async fn forced_summary(&mut self) -> Result<String, AgentError> {
         self.window.push_user(prompt::FORCED_SUMMARY_NUDGE);
-        self.refresh_window(ToolChoice::None)?;
+        self.refresh_window(ToolChoice::None).await?;
         let request = self.request(ToolChoice::None);
         match self.send(&request).await {
             Ok(reply) if !reply.text.trim().is_empty() => {
