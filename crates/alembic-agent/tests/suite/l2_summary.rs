@@ -56,6 +56,13 @@ fn loop_reply(request: &RecordedRequest, read: usize) -> FakeReply {
 }
 
 async fn run(summary: fn(&RecordedRequest) -> FakeReply) -> (Harness, RunReport) {
+    run_with(summary, |_| {}).await
+}
+
+async fn run_with(
+    summary: fn(&RecordedRequest) -> FakeReply,
+    adjust: fn(&mut Harness),
+) -> (Harness, RunReport) {
     let mut h = Harness::new(ProviderKind::OpenAi)
         .await
         .limits(StageLimits {
@@ -64,6 +71,7 @@ async fn run(summary: fn(&RecordedRequest) -> FakeReply) -> (Harness, RunReport)
         });
     h.options.context_budget = Some(BUDGET);
     add_ledger_files(&h);
+    adjust(&mut h);
     let loop_requests = AtomicUsize::new(0);
     h.server.respond_with(move |request| {
         if is_summary_call(request) {
@@ -270,4 +278,46 @@ async fn a_failed_summary_call_falls_back_to_the_rule_based_lines() {
         report.usage.input_tokens,
         report.usage.output_tokens
     );
+}
+
+#[tokio::test]
+async fn a_summary_call_that_does_not_answer_in_time_falls_back() {
+    let (h, report) = run_with(
+        |_| FakeReply::Hang,
+        |h| h.options.l2_summary_timeout = std::time::Duration::from_millis(200),
+    )
+    .await;
+    assert_invariants(&h);
+    let errors: Vec<String> = events_of(&h)
+        .into_iter()
+        .filter_map(|e| match e {
+            AgentEvent::L2SummaryFailed { error, .. } => Some(error),
+            _ => None,
+        })
+        .collect();
+    assert!(!errors.is_empty());
+    assert!(
+        errors.iter().all(|e| e == "no answer within 0.2 s"),
+        "{errors:?}"
+    );
+    assert!(last_record(&h).contains("- round 1: read_project_file("));
+    assert_eq!(
+        report.answer,
+        "Every Ledger file declares LedgerEntry values."
+    );
+}
+
+#[tokio::test]
+async fn switched_off_no_summary_call_is_made() {
+    let (h, _) = run_with(
+        |_| FakeTurn::text(SUMMARY).into(),
+        |h| h.options.l2_summary = false,
+    )
+    .await;
+    assert_invariants(&h);
+    assert_eq!(
+        h.requests().iter().filter(|r| is_summary_call(r)).count(),
+        0
+    );
+    assert!(last_record(&h).contains("- round 1: read_project_file("));
 }
