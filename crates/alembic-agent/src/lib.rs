@@ -21,11 +21,14 @@
 //! - when compaction would fold old rounds (L2), the model summarises them first in one
 //!   bounded call per round range; a failed call leaves the rule-based record lines.
 //!
-//! Presets ([`AgentPreset`]): `chat` (one loop, user memory profile) and `insight` (an analyst
+//! Presets ([`AgentPreset`]): `chat` (one loop, user memory profile), `insight` (an analyst
 //! stage with the code_analysis tools, then a producer stage with the knowledge_production
-//! tools that starts from the analyst's distilled findings). At the end, noted findings of
-//! importance ≥ 7 (and, for chat, the answer's first sentence when tools were used) are
-//! consolidated into long-term memory with the run id and question as provenance.
+//! tools that starts from the analyst's distilled findings) and `bootstrap` (one stage under
+//! the Bootstrap strategy: explore, submit, summarise). At the end, noted findings of
+//! importance ≥ 7 and what the model extracts from the conversation (facts, and preferences
+//! the user stated; for chat, the answer's first sentence when the extraction fails) are
+//! consolidated into long-term memory with the run id and question as provenance; `/remember`
+//! in chat does the same on demand ([`AgentRuntime::remember`]).
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -46,6 +49,7 @@ mod events;
 pub mod memory;
 mod preset;
 mod prompt;
+mod remember;
 mod report;
 mod runtime;
 mod stage;
@@ -57,10 +61,15 @@ pub use error::AgentError;
 pub use events::{AgentEvent, EventSink};
 pub use memory::SharedMemory;
 pub use preset::{
-    ANALYST_TOOLS_PRESET, AgentPreset, PRODUCER_TOOLS_PRESET, StageLimits, StageSpec,
+    ANALYST_TOOLS_PRESET, AgentPreset, BOOTSTRAP_TOOLS_PRESET, PRODUCER_TOOLS_PRESET, StageLimits,
+    StageSpec,
 };
 pub use prompt::{EMPTY_REPLY_NUDGE, FORCED_SUMMARY_NUDGE};
-pub use report::{MemoryReport, RunReport, StageEnd, StageReport, ToolCallRecord, UsageReport};
+pub use remember::{EXTRACTION_MAX_TOKENS, MEMORY_EXTRACTION_SYSTEM_PROMPT};
+pub use report::{
+    Extraction, MemoryReport, RunReport, SavedMemory, StageEnd, StageReport, ToolCallRecord,
+    UsageReport,
+};
 pub use runtime::{AgentOptions, AgentRuntime, RunRequest};
 pub use stage::L2_SUMMARY_SYSTEM_PROMPT;
 pub use tools::{AgentTools, WorkingMemorySafety};

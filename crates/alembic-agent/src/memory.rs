@@ -6,7 +6,7 @@ use std::sync::Arc;
 use alembic_context::{Finding, PersistentRecall, RecalledMemory};
 use alembic_memory::tools::MemoryService;
 use alembic_memory::{
-    ConsolidateStats, ListFilter, MemoryError, MemorySource, MemoryType, NewMemory,
+    ConsolidateStats, ListFilter, Memory, MemoryError, MemorySource, MemoryType, NewMemory,
     PersistentMemory, RetrieveOptions,
 };
 use alembic_tools::ToolError;
@@ -15,6 +15,8 @@ use alembic_tools::ToolError;
 pub const DEFAULT_KEEP_IMPORTANCE: u8 = 7;
 /// Importance given to a key fact taken from a chat answer.
 const ANSWER_FACT_IMPORTANCE: f64 = 5.0;
+/// Stated preferences recalled for every question.
+const PREFERENCES_RECALLED: usize = 5;
 /// Longest answer sentence kept as a fact (characters).
 const ANSWER_FACT_MAX_CHARS: usize = 240;
 
@@ -56,21 +58,35 @@ impl SharedMemory {
 }
 
 impl PersistentRecall for SharedMemory {
+    /// The user's stated preferences (up to [`PREFERENCES_RECALLED`], whatever the query:
+    /// they apply to every question), then the memories relevant to `query`, `limit` in all.
     fn recall(&self, query: Option<&str>, limit: usize) -> Vec<RecalledMemory> {
-        let memories = self.with_store(|store| match query.filter(|q| !q.trim().is_empty()) {
-            Some(q) => {
-                let options = RetrieveOptions {
-                    limit,
-                    ..RetrieveOptions::default()
-                };
-                store
-                    .retrieve(q, &options)
-                    .map(|hits| hits.into_iter().map(|h| h.memory).collect())
+        let memories = self.with_store(|store| {
+            let mut found = preferences(store)?;
+            let rest = match query.filter(|q| !q.trim().is_empty()) {
+                Some(q) => {
+                    let options = RetrieveOptions {
+                        limit,
+                        ..RetrieveOptions::default()
+                    };
+                    store
+                        .retrieve(q, &options)?
+                        .into_iter()
+                        .map(|h| h.memory)
+                        .collect()
+                }
+                None => store.list(&ListFilter {
+                    limit: Some(limit),
+                    ..ListFilter::default()
+                })?,
+            };
+            for m in rest {
+                if !found.iter().any(|p| p.id == m.id) {
+                    found.push(m);
+                }
             }
-            None => store.list(&ListFilter {
-                limit: Some(limit),
-                ..ListFilter::default()
-            }),
+            found.truncate(limit);
+            Ok(found)
         });
         // Recall feeds a prompt: a broken store means "nothing remembered", not a failed run.
         match memories {
@@ -88,6 +104,18 @@ impl PersistentRecall for SharedMemory {
             }
         }
     }
+}
+
+/// The newest stated preferences, most important first.
+fn preferences(store: &PersistentMemory) -> Result<Vec<Memory>, MemoryError> {
+    let mut found: Vec<Memory> = store
+        .list(&ListFilter::default())?
+        .into_iter()
+        .filter(|m| m.kind == MemoryType::Preference)
+        .take(PREFERENCES_RECALLED)
+        .collect();
+    found.sort_by(|a, b| b.importance.total_cmp(&a.importance));
+    Ok(found)
 }
 
 /// Where a memory written by a run came from: the run id and the question.

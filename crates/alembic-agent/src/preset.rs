@@ -17,13 +17,22 @@ pub enum AgentPreset {
     /// An analyst stage (code_analysis tools), then a producer stage (knowledge_production
     /// tools) that starts from the analyst's distilled findings.
     Insight,
+    /// One stage under the seed's Bootstrap strategy (EXPLORE → PRODUCE → SUMMARIZE) with the
+    /// `insight` tools: explore, submit knowledge candidates, summarise. The exploration
+    /// tracker decides when exploring has converged (seed scenario 3).
+    Bootstrap,
 }
 
+/// Catalog preset whose tools a [`AgentPreset::Bootstrap`] stage gets (explore and submit).
+pub const BOOTSTRAP_TOOLS_PRESET: &str = "insight";
+
 impl AgentPreset {
-    /// `insight` is the staged preset; any other name is a single loop over that preset's tools.
+    /// `insight` is the staged preset and `bootstrap` the one-stage Bootstrap run; any other
+    /// name is a single loop over that preset's tools.
     pub fn from_name(name: &str) -> AgentPreset {
         match name {
             "insight" => AgentPreset::Insight,
+            "bootstrap" => AgentPreset::Bootstrap,
             other => AgentPreset::Single {
                 tools: other.to_string(),
             },
@@ -34,6 +43,7 @@ impl AgentPreset {
         match self {
             AgentPreset::Single { tools } => tools,
             AgentPreset::Insight => "insight",
+            AgentPreset::Bootstrap => "bootstrap",
         }
     }
 
@@ -66,6 +76,14 @@ impl AgentPreset {
                     temperature: 0.3,
                 },
             ],
+            AgentPreset::Bootstrap => vec![StageSpec {
+                name: "bootstrap".into(),
+                tools_preset: BOOTSTRAP_TOOLS_PRESET.into(),
+                profile: BudgetProfile::Analyst,
+                strategy: Some(Strategy::Bootstrap),
+                max_iterations: limits.analyst_iterations,
+                temperature: 0.4,
+            }],
         }
     }
 }
@@ -123,6 +141,10 @@ mod tests {
                 ("producer", PRODUCER_TOOLS_PRESET)
             ]
         );
+        let bootstrap = AgentPreset::from_name("bootstrap").stages(&StageLimits::default());
+        assert_eq!(bootstrap.len(), 1);
+        assert_eq!(bootstrap[0].strategy, Some(Strategy::Bootstrap));
+        assert_eq!(bootstrap[0].tools_preset, BOOTSTRAP_TOOLS_PRESET);
         let chat = AgentPreset::from_name("chat").stages(&StageLimits::default());
         assert_eq!(chat.len(), 1);
         assert_eq!(chat[0].strategy, Some(Strategy::Chat));

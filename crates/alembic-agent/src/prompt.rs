@@ -18,6 +18,7 @@ pub fn base_system_prompt(stage: &StageSpec, root: &Path, tool_names: &[String])
     )];
     parts.push(match stage.name.as_str() {
         "analyst" => "Stage: analysis. Explore the code with the tools (overview, structure, search, read, class and call graphs), verify what you find, and finish with a Markdown analysis report: headings, concrete file paths, at least three findings.".to_string(),
+        "bootstrap" => "Stage: bootstrap. Explore the code with the tools until you understand the subject, then submit each piece of knowledge worth keeping with the submit tool (cite files as path:line), then summarise what you submitted.".to_string(),
         "producer" => "Stage: production. Turn the analysis below into knowledge candidates and submit each with the submit tool; prefer submitting to polishing. When you are done, list what you submitted.".to_string(),
         _ => "Look at the code with the tools before you answer when the answer is not already known; cite files as path:line. When you know enough, answer in plain text without calling tools. Answer in the language of the question.".to_string(),
     });

@@ -3,6 +3,9 @@
 use serde::Serialize;
 use serde_json::Value;
 
+/// Characters of a memory shown in [`MemoryReport::saved_line`].
+const SAVED_LINE_CHARS: usize = 100;
+
 /// Why a run (or stage) stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -73,6 +76,29 @@ pub struct StageReport {
     pub answer: String,
 }
 
+/// How the model's memory extraction went (see `remember.rs`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "status")]
+pub enum Extraction {
+    /// No long-term memory: nothing was extracted or kept.
+    #[default]
+    NotRun,
+    /// `[memory] extract_from_conversations = false`: nothing was kept, no call was made.
+    Off,
+    /// The model's answer was valid; `memories` of the candidates came from it.
+    Used { memories: usize },
+    /// The call failed or its answer was not valid; the rule-based candidates were used.
+    Failed { error: String },
+}
+
+/// A memory consolidation saved (added, updated, merged or replaced).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SavedMemory {
+    pub action: alembic_memory::Action,
+    pub kind: alembic_memory::MemoryType,
+    pub content: String,
+}
+
 /// What long-term memory kept from a run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct MemoryReport {
@@ -83,6 +109,11 @@ pub struct MemoryReport {
     pub merged: usize,
     pub replaced: usize,
     pub skipped: usize,
+    /// What was saved, in the order of the candidates.
+    pub saved: Vec<SavedMemory>,
+    pub extraction: Extraction,
+    /// Tokens of the extraction call (not in the run's usage).
+    pub extraction_usage: UsageReport,
     /// Why nothing could be written, when the store failed (the answer is still returned).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -102,6 +133,38 @@ pub struct RunReport {
     pub memory: MemoryReport,
 }
 
+impl MemoryReport {
+    /// Memories added, updated, merged or replaced.
+    pub fn kept(&self) -> usize {
+        self.added + self.updated + self.merged + self.replaced
+    }
+
+    /// The line shown after an answer when something was kept, e.g.
+    /// `long-term memory: 2 saved (added preference "…", updated fact "…")`.
+    pub fn saved_line(&self) -> Option<String> {
+        if self.saved.is_empty() {
+            return None;
+        }
+        let items: Vec<String> = self
+            .saved
+            .iter()
+            .map(|m| {
+                let action = serde_json::to_value(m.action).unwrap_or_default();
+                let mut short: String = m.content.chars().take(SAVED_LINE_CHARS).collect();
+                if m.content.chars().count() > SAVED_LINE_CHARS {
+                    short.push('…');
+                }
+                format!("{} {} \"{short}\"", action.as_str().unwrap_or(""), m.kind)
+            })
+            .collect();
+        Some(format!(
+            "long-term memory: {} saved ({})",
+            self.saved.len(),
+            items.join(", ")
+        ))
+    }
+}
+
 impl RunReport {
     /// Names of the tools called, in order.
     pub fn tool_names(&self) -> Vec<&str> {
@@ -119,5 +182,36 @@ impl RunReport {
             "rounds: {} · tools: {} · tokens: {} in / {} out",
             self.rounds, tools, self.usage.input_tokens, self.usage.output_tokens
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alembic_memory::{Action, MemoryType};
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn the_saved_line_names_each_memory_and_cuts_long_ones() {
+        let saved = |action, kind, content: &str| SavedMemory {
+            action,
+            kind,
+            content: content.to_string(),
+        };
+        let report = MemoryReport {
+            saved: vec![
+                saved(Action::Added, MemoryType::Preference, "Answers in German."),
+                saved(Action::Updated, MemoryType::Fact, &"x".repeat(120)),
+            ],
+            ..MemoryReport::default()
+        };
+        assert_eq!(
+            report.saved_line().unwrap(),
+            format!(
+                "long-term memory: 2 saved (added preference \"Answers in German.\", updated fact \"{}…\")",
+                "x".repeat(100)
+            )
+        );
+        assert_eq!(MemoryReport::default().saved_line(), None);
     }
 }

@@ -5,18 +5,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use alembic_context::{
-    ActiveContextOptions, ContextSplit, Finding, MemoryCoordinator, MillisClock, PersistentRecall,
-    ScopeId, StaticPromptRequest, context_size,
+    ActiveContextOptions, ContextSplit, MemoryCoordinator, MillisClock, PersistentRecall, ScopeId,
+    StaticPromptRequest, context_size,
 };
 use alembic_llm::LlmProvider;
-use alembic_memory::MemorySource;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::error::AgentError;
 use crate::events::{AgentEvent, EventSink};
-use crate::memory::{self, DEFAULT_KEEP_IMPORTANCE, SharedMemory};
+use crate::memory::{DEFAULT_KEEP_IMPORTANCE, SharedMemory};
 use crate::preset::{AgentPreset, StageLimits};
 use crate::prompt;
+use crate::remember::Harvest;
 use crate::report::{MemoryReport, RunReport, StageReport, ToolCallRecord, UsageReport};
 use crate::stage::{StageLoop, StageOutcome};
 use crate::tools::AgentTools;
@@ -45,11 +45,16 @@ pub struct AgentOptions {
     /// At the end of a run, turn its findings and the user's stated preferences into
     /// candidate memories (`[memory] extract_from_conversations`).
     pub extract_from_conversations: bool,
+    /// Exploration control: stages with a strategy run under the exploration tracker (nudges,
+    /// convergence, phase-driven tool_choice); off, every stage runs until the model answers
+    /// or its round limit (a measuring switch for the seed's scenarios).
+    pub exploration_control: bool,
     /// Let the model summarise the old rounds the window's L2 folds (one bounded call per
     /// round range); off, or when the call fails, L2 writes its rule-based lines.
     pub l2_summary: bool,
-    /// Time limit of one L2 summary call (the rule-based lines are used after it).
-    pub l2_summary_timeout: Duration,
+    /// Time limit of one bounded side call (an L2 summary, the memory extraction); after it
+    /// the rule-based result is used.
+    pub side_call_timeout: Duration,
     /// Milliseconds clock for the session cache.
     pub clock: MillisClock,
     /// Wall-clock limit of one whole run (every stage); `None` runs until the stages end.
@@ -67,8 +72,13 @@ impl std::fmt::Debug for AgentOptions {
             .field("run_timeout", &self.run_timeout)
             .field("context_window", &self.context_window)
             .field("memory_budget_cap", &self.memory_budget_cap)
+            .field("exploration_control", &self.exploration_control)
             .field("l2_summary", &self.l2_summary)
-            .field("l2_summary_timeout", &self.l2_summary_timeout)
+            .field("side_call_timeout", &self.side_call_timeout)
+            .field(
+                "extract_from_conversations",
+                &self.extract_from_conversations,
+            )
             .finish_non_exhaustive()
     }
 }
@@ -86,8 +96,9 @@ impl Default for AgentOptions {
             context_window: None,
             memory_budget_cap: None,
             extract_from_conversations: true,
+            exploration_control: true,
             l2_summary: true,
-            l2_summary_timeout: Duration::from_secs(30),
+            side_call_timeout: Duration::from_secs(30),
             clock: Arc::new(alembic_base::SystemClock),
             run_timeout: None,
         }
@@ -291,50 +302,15 @@ impl AgentRuntime {
         let findings = coordinator.with_active(&scope, |ac| ac.findings().to_vec());
         coordinator.close_scope(&scope, None)?;
         let outcomes = outcomes?;
-        let memory = self.keep(&run_id, request, &findings?, &outcomes);
+        let harvest = Harvest::of_run(
+            &run_id,
+            request,
+            &findings?,
+            &outcomes,
+            self.options.keep_importance,
+        );
+        let memory = self.keep_harvest(harvest, cancel).await;
         Ok(assemble(run_id, request.preset.name(), outcomes, memory))
-    }
-
-    /// Consolidates the run's findings (and, for a single-loop run, its answer's key fact).
-    fn keep(
-        &self,
-        run_id: &str,
-        request: &RunRequest,
-        findings: &[Finding],
-        outcomes: &[StageOutcome],
-    ) -> MemoryReport {
-        let Some(store) = &self.memory else {
-            return MemoryReport::default();
-        };
-        let provenance = memory::provenance(run_id, &request.question);
-        let single = matches!(request.preset, AgentPreset::Single { .. });
-        let source = if single {
-            MemorySource::User
-        } else {
-            MemorySource::System
-        };
-        let mut candidates =
-            memory::finding_candidates(findings, self.options.keep_importance, source, &provenance);
-        let used_tools = outcomes.iter().any(|o| !o.tool_calls.is_empty());
-        if single {
-            let answer = outcomes.last().map_or("", |o| o.report.answer.as_str());
-            candidates.extend(memory::answer_fact(answer, used_tools, &provenance));
-        }
-        let mut report = MemoryReport {
-            candidates: candidates.iter().map(|c| c.content.clone()).collect(),
-            ..MemoryReport::default()
-        };
-        match store.consolidate(&candidates) {
-            Ok(stats) => {
-                report.added = stats.added;
-                report.updated = stats.updated;
-                report.merged = stats.merged;
-                report.replaced = stats.replaced;
-                report.skipped = stats.skipped;
-            }
-            Err(e) => report.error = Some(e.to_string()),
-        }
-        report
     }
 }
 

@@ -70,7 +70,7 @@ pub use error::LlmError;
 pub use http::HttpProvider;
 pub use model::{
     ChatRequest, ChatResponse, FinishReason, MalformedToolCall, Message, StreamEvent, ToolCall,
-    ToolChoice, ToolSpec, Usage, check_tool_arguments, parse_tool_arguments,
+    ToolChoice, ToolSpec, Usage, check_tool_arguments, json_answer, parse_tool_arguments,
 };
 pub use provider::{ChatStream, LlmProvider, collect_stream};
 pub use retry::{RetryPolicy, parse_retry_after};

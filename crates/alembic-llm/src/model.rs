@@ -316,6 +316,17 @@ pub enum StreamEvent {
     Done { response: ChatResponse },
 }
 
+/// The JSON of a reply asked to be "one JSON object and nothing else": the text, or the inside
+/// of the code fence (```json … ```) models often wrap it in.
+pub fn json_answer(text: &str) -> &str {
+    let t = text.trim();
+    let Some(inner) = t.strip_prefix("```") else {
+        return t;
+    };
+    let inner = inner.strip_prefix("json").unwrap_or(inner);
+    inner.strip_suffix("```").unwrap_or(inner).trim()
+}
+
 /// Reads the model's argument text for a tool call.
 ///
 /// An empty text means "no arguments" (`{}`); anything that is not a JSON object is a
@@ -383,9 +394,17 @@ fn json_kind(value: &Value) -> &'static str {
 
 #[cfg(test)]
 mod tests {
+
     use super::*;
     use pretty_assertions::assert_eq;
     use serde_json::json;
+
+    #[test]
+    fn json_answer_takes_the_inside_of_a_code_fence() {
+        assert_eq!(json_answer(" {\"a\": 1} "), "{\"a\": 1}");
+        assert_eq!(json_answer("```json\n{\"a\": 1}\n```"), "{\"a\": 1}");
+        assert_eq!(json_answer("```\n[]\n```"), "[]");
+    }
 
     #[test]
     fn empty_arguments_mean_no_arguments() {

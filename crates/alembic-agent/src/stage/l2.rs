@@ -3,7 +3,7 @@
 //! The window cannot call a model (compaction is synchronous), so before it compacts the stage
 //! asks which old rounds the next L2 would fold (`ContextWindow::pending_l2`) and, once per
 //! round range, summarises them in one bounded call: no tools, at most
-//! [`SUMMARY_MAX_OUTPUT_TOKENS`] output tokens, [`crate::AgentOptions::l2_summary_timeout`],
+//! [`SUMMARY_MAX_OUTPUT_TOKENS`] output tokens, [`crate::AgentOptions::side_call_timeout`],
 //! the run's cancellation. The text is offered to the window
 //! (`ContextWindow::offer_summary`), which writes it as one record line when L2 removes
 //! exactly those rounds. A failed call (an error, the timeout, or the provider's open circuit
@@ -99,7 +99,7 @@ impl StageLoop<'_> {
         request.tool_choice = ToolChoice::None;
         request.max_tokens = Some(SUMMARY_MAX_OUTPUT_TOKENS);
         request.temperature = Some(0.2);
-        let limit = self.ctx.options.l2_summary_timeout;
+        let limit = self.ctx.options.side_call_timeout;
         let call = self.ctx.provider.chat(&request, self.ctx.cancel);
         let reply = match tokio::time::timeout(limit, call).await {
             Ok(Ok(reply)) => reply,

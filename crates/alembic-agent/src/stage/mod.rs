@@ -129,7 +129,8 @@ impl<'a> StageLoop<'a> {
         let caller_id = format!("agent:{}:{}:{}", ctx.preset, spec.name, ctx.run_id);
         let caller = Caller::new(caller_id.clone(), base_allowlist.clone());
         let (tools, schema_tokens, base_prompt) = tool_list(ctx, spec, &base_allowlist);
-        let tracker = spec.strategy.map(|strategy| {
+        let strategy = spec.strategy.filter(|_| ctx.options.exploration_control);
+        let tracker = strategy.map(|strategy| {
             let budget = ExplorationBudget {
                 max_iterations: spec.max_iterations,
                 ..ExplorationBudget::default()
@@ -231,7 +232,7 @@ impl<'a> StageLoop<'a> {
 
     /// Does the tracker end the stage, or the stage's round limit (no tracker, chat)?
     fn tracker_ends_stage(&self) -> bool {
-        self.spec.strategy.is_some_and(Strategy::tracker_ends_stage)
+        self.tracker.is_some() && self.spec.strategy.is_some_and(Strategy::tracker_ends_stage)
     }
 
     /// The round will be asked again (failed call or empty reply).

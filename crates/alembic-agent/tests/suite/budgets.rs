@@ -59,7 +59,9 @@ async fn memories_sent(model: &str) -> usize {
     store.with_store(|m| m.add_batch(&memories)).unwrap();
     h.memory = Some(store);
     h.server
-        .push(FakeTurn::text("The Payment module has many notes."));
+        .push(FakeTurn::text("The Payment module has many notes."))
+        // the memory extraction at the end of the run: nothing new
+        .push(FakeTurn::text(r#"{"memories": []}"#));
     let request = RunRequest::new(
         "What does the Payment module do?",
         AgentPreset::from_name("chat"),

@@ -284,7 +284,7 @@ async fn a_failed_summary_call_falls_back_to_the_rule_based_lines() {
 async fn a_summary_call_that_does_not_answer_in_time_falls_back() {
     let (h, report) = run_with(
         |_| FakeReply::Hang,
-        |h| h.options.l2_summary_timeout = std::time::Duration::from_millis(200),
+        |h| h.options.side_call_timeout = std::time::Duration::from_millis(200),
     )
     .await;
     assert_invariants(&h);

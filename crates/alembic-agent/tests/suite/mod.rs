@@ -1,6 +1,7 @@
 mod bootstrap;
 mod budgets;
 mod chat_exploration;
+mod conversation_memory;
 mod l2_summary;
 mod loop_behaviour;
 mod roundtrip;

@@ -29,7 +29,8 @@ pub struct ModelArgs {
     /// Model name as the vendor spells it (default: the provider's default model)
     #[arg(long, value_name = "M")]
     pub model: Option<String>,
-    /// Agent preset: chat (one loop) or insight (analysis, then knowledge production)
+    /// Agent preset: chat (one loop), insight (analysis, then knowledge production) or bootstrap
+    /// (explore, submit, summarise under the Bootstrap exploration strategy)
     #[arg(long, value_name = "P", default_value = "chat")]
     pub preset: String,
     /// Print the answer when it is complete instead of as it arrives
@@ -141,10 +142,8 @@ pub(crate) fn print_answer(report: &RunReport, streamed: bool) {
         println!("{}", report.answer);
     }
     eprintln!("— {}", report.trace_line());
-    let kept =
-        report.memory.added + report.memory.updated + report.memory.merged + report.memory.replaced;
-    if kept > 0 {
-        eprintln!("— long-term memory: {kept} kept");
+    if let Some(line) = report.memory.saved_line() {
+        eprintln!("— {line}");
     }
 }
 

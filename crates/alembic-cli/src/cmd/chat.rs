@@ -1,13 +1,15 @@
 //! `alembic chat`: a conversation with the agent, one question per line.
 //!
 //! Commands: `/tools` (the preset's tools), `/memory` (long-term memories recalled for the last
-//! question, and the most recent ones), `/help`, `/exit` (or end of input).
+//! question, and the most recent ones), `/remember [text]` (keep what the conversation taught,
+//! and the text as given, in long-term memory), `/help`, `/exit` (or end of input).
 
 use std::io::{BufRead as _, Write as _};
 
-use alembic_runtime::agent::{AgentPreset, AgentRuntime, RunRequest};
+use alembic_runtime::agent::{AgentPreset, AgentRuntime, Extraction, RunRequest};
 use alembic_runtime::memory::{ListFilter, RetrieveOptions};
 use clap::Args;
+use tokio_util::sync::CancellationToken;
 
 use super::ask::{ModelArgs, ask_once, open_agent, print_answer, printer};
 use crate::exit::Exit;
@@ -18,7 +20,7 @@ const CONVERSATION_TURNS: usize = 6;
 /// Characters of an earlier answer carried along.
 const ANSWER_CHARS: usize = 300;
 
-const HELP: &str = "Ask a question about the project, or:\n  /tools   the tools the agent may use\n  /memory  long-term memories (recalled for the last question, and the newest)\n  /exit    leave (Ctrl-D works too)";
+const HELP: &str = "Ask a question about the project, or:\n  /tools            the tools the agent may use\n  /memory           long-term memories (recalled for the last question, and the newest)\n  /remember [text]  keep what this conversation taught (and the text, as given) in long-term memory\n  /exit             leave (Ctrl-D works too)";
 
 #[derive(Debug, Args)]
 pub struct ChatArgs {
@@ -52,6 +54,15 @@ impl Conversation {
 
     fn last_question(&self) -> Option<&str> {
         self.turns.last().map(|(q, _)| q.as_str())
+    }
+
+    /// Every turn as text, for `/remember`.
+    fn transcript(&self) -> String {
+        self.turns
+            .iter()
+            .map(|(q, a)| format!("User: {q}\n\nAssistant: {a}"))
+            .collect::<Vec<_>>()
+            .join("\n\n")
     }
 }
 
@@ -93,6 +104,10 @@ async fn repl(agent: &AgentRuntime, preset: &AgentPreset, stream: bool) -> anyho
             "/help" => println!("{HELP}"),
             "/tools" => print_tools(agent, preset)?,
             "/memory" => print_memory(agent, conversation.last_question()),
+            command if command == "/remember" || command.starts_with("/remember ") => {
+                let note = command.trim_start_matches("/remember").trim();
+                remember(agent, &conversation, note).await;
+            }
             command if command.starts_with('/') => {
                 println!("unknown command {command}; {HELP}");
             }
@@ -111,6 +126,33 @@ async fn repl(agent: &AgentRuntime, preset: &AgentPreset, stream: bool) -> anyho
                 }
             }
         }
+    }
+}
+
+/// `/remember [text]`: extraction over the conversation so far, plus the text as given.
+async fn remember(agent: &AgentRuntime, conversation: &Conversation, note: &str) {
+    if agent.memory().is_none() {
+        println!("long-term memory is not available");
+        return;
+    }
+    if conversation.turns.is_empty() && note.is_empty() {
+        println!("nothing to remember yet: ask a question first, or write /remember <text>");
+        return;
+    }
+    let note = (!note.is_empty()).then_some(note);
+    let report = agent
+        .remember(&conversation.transcript(), note, &CancellationToken::new())
+        .await;
+    match (&report.extraction, report.saved_line(), &report.error) {
+        (Extraction::Off, ..) => {
+            println!("remembering is switched off ([memory] extract_from_conversations = false)")
+        }
+        (_, _, Some(error)) => println!("nothing was saved: {error}"),
+        (_, Some(line), _) => println!("{line}"),
+        (_, None, _) => println!("nothing new to remember"),
+    }
+    if let Extraction::Failed { error } = &report.extraction {
+        eprintln!("  (the model's extraction was not used: {error})");
     }
 }
 

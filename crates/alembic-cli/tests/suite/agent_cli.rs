@@ -51,6 +51,21 @@ fn project() -> tempfile::TempDir {
 }
 
 /// Runs `cmd` off the async runtime, so the fake server keeps answering meanwhile.
+/// The answer to the memory extraction call at the end of a run: `memories` as
+/// (type, content) pairs.
+fn extraction(memories: &[(&str, &str)]) -> FakeTurn {
+    let memories: Vec<Value> = memories
+        .iter()
+        .map(|(kind, content)| json!({"type": kind, "content": content, "importance": 7}))
+        .collect();
+    FakeTurn::text(json!({ "memories": memories }).to_string())
+}
+
+/// Whether `request` is the memory extraction call.
+fn is_extraction(request: &alembic_llm::fake::RecordedRequest) -> bool {
+    request.system_prompt() == alembic_runtime::agent::MEMORY_EXTRACTION_SYSTEM_PROMPT
+}
+
 async fn output(mut cmd: Command) -> std::process::Output {
     tokio::task::spawn_blocking(move || cmd.output().unwrap())
         .await
@@ -66,7 +81,11 @@ async fn ask_prints_the_answer_then_a_trace() {
                 .tool_call("c1", "search_project_code", json!({"pattern": "Payment"}))
                 .with_usage(800, 20),
         )
-        .push(FakeTurn::text("PaymentCoordinator holds a PaymentRepository.").with_usage(1200, 30));
+        .push(FakeTurn::text("PaymentCoordinator holds a PaymentRepository.").with_usage(1200, 30))
+        .push(extraction(&[(
+            "fact",
+            "PaymentCoordinator holds a PaymentRepository (Payment/PaymentCoordinator.swift:2).",
+        )]));
     let (dir, home) = (project(), tempfile::tempdir().unwrap());
     let mut cmd = agent_cmd(dir.path(), home.path(), Some(&server));
     cmd.args(["ask", "What does PaymentCoordinator hold?", "--no-stream"]);
@@ -82,6 +101,11 @@ async fn ask_prints_the_answer_then_a_trace() {
         "{stderr}"
     );
     assert!(stderr.contains("→ search_project_code"), "{stderr}");
+    assert!(
+        stderr.contains("— long-term memory: 1 saved (added fact \"PaymentCoordinator holds a PaymentRepository (Payment/PaymentCoordinator.swift:2).\")"),
+        "{stderr}"
+    );
+    assert!(is_extraction(&server.requests()[2]));
     assert_eq!(
         server.requests()[0].header("authorization"),
         Some(format!("Bearer {FAKE_API_KEY}").as_str())
@@ -91,7 +115,9 @@ async fn ask_prints_the_answer_then_a_trace() {
 #[tokio::test(flavor = "multi_thread")]
 async fn ask_streams_by_default() {
     let server = FakeServer::start(ProviderKind::OpenAi).await.unwrap();
-    server.push(FakeTurn::text("A streamed answer."));
+    server
+        .push(FakeTurn::text("A streamed answer."))
+        .push(extraction(&[]));
     let (dir, home) = (project(), tempfile::tempdir().unwrap());
     let mut cmd = agent_cmd(dir.path(), home.path(), Some(&server));
     cmd.args(["ask", "Anything?"]);
@@ -114,7 +140,11 @@ async fn ask_json_reports_answer_rounds_tool_calls_and_usage() {
                 .tool_call("c1", "list_project_structure", json!({}))
                 .with_usage(500, 10),
         )
-        .push(FakeTurn::text("One Swift file.").with_usage(700, 5));
+        .push(FakeTurn::text("One Swift file.").with_usage(700, 5))
+        .push(extraction(&[(
+            "fact",
+            "The project has one Swift file, in Payment/.",
+        )]));
     let (dir, home) = (project(), tempfile::tempdir().unwrap());
     let mut cmd = agent_cmd(dir.path(), home.path(), Some(&server));
     cmd.args(["ask", "How many files?", "--json"]);
@@ -132,6 +162,14 @@ async fn ask_json_reports_answer_rounds_tool_calls_and_usage() {
     assert_eq!(report["usage"]["input_tokens"], 1200);
     assert_eq!(report["usage"]["output_tokens"], 15);
     assert!(!server.requests()[0].is_stream(), "--json does not stream");
+    assert_eq!(
+        report["memory"]["extraction"],
+        json!({"status": "used", "memories": 1})
+    );
+    assert_eq!(
+        report["memory"]["saved"],
+        json!([{"action": "added", "kind": "fact", "content": "The project has one Swift file, in Payment/."}])
+    );
 }
 
 #[test]
@@ -171,7 +209,9 @@ async fn an_unknown_preset_is_a_usage_error() {
 #[tokio::test(flavor = "multi_thread")]
 async fn chat_answers_lines_and_lists_tools() {
     let server = FakeServer::start(ProviderKind::OpenAi).await.unwrap();
-    server.push(FakeTurn::text("Hello from the agent."));
+    server
+        .push(FakeTurn::text("Hello from the agent."))
+        .push(extraction(&[]));
     let (dir, home) = (project(), tempfile::tempdir().unwrap());
     let mut cmd = agent_cmd(dir.path(), home.path(), Some(&server));
     cmd.args(["chat", "--no-stream"])
@@ -190,7 +230,56 @@ async fn chat_answers_lines_and_lists_tools() {
         stdout.contains("nothing recalled for \"Who are you?\"") || stdout.contains("recalled for"),
         "{stdout}"
     );
-    assert_eq!(server.requests().len(), 1);
+    // The question, then the memory extraction at its end.
+    assert_eq!(server.requests().len(), 2);
+    assert!(is_extraction(&server.requests()[1]));
+}
+
+/// `/remember <text>` keeps the text as given and what the model extracts from the
+/// conversation; `alembic memory list` shows them afterwards.
+#[tokio::test(flavor = "multi_thread")]
+async fn chat_remember_keeps_the_text_and_the_extracted_preference() {
+    let server = FakeServer::start(ProviderKind::OpenAi).await.unwrap();
+    server
+        .push(FakeTurn::text("PaymentCoordinator holds the repository."))
+        .push(extraction(&[]))
+        .push(extraction(&[(
+            "preference",
+            "The user wants answers that cite files as path:line.",
+        )]));
+    let (dir, home) = (project(), tempfile::tempdir().unwrap());
+    let mut cmd = agent_cmd(dir.path(), home.path(), Some(&server));
+    cmd.args(["chat", "--no-stream"]).write_stdin(
+        "What holds the repository? Cite files as path:line, please.\n/remember Payment code never logs card numbers\n/exit\n",
+    );
+    let out = output(cmd).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("long-term memory: 2 saved (added fact \"Payment code never logs card numbers\", added preference \"The user wants answers that cite files as path:line.\")"),
+        "{stdout}"
+    );
+    let remember = &server.requests()[2];
+    assert!(is_extraction(remember));
+    let transcript = remember.body["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        transcript.starts_with("User: What holds the repository?")
+            && transcript
+                .ends_with("The user asked to remember: Payment code never logs card numbers"),
+        "{transcript}"
+    );
+    let mut list = agent_cmd(dir.path(), home.path(), None);
+    list.args(["memory", "list", "--json"]);
+    let listed = String::from_utf8_lossy(&output(list).await.stdout).to_string();
+    assert!(
+        listed.contains("Payment code never logs card numbers"),
+        "{listed}"
+    );
+    assert!(listed.contains("\"preference\""), "{listed}");
 }
 
 /// `enrich_candidate` through `tools call` (caller cli, audited): the runtime resolves the

@@ -244,7 +244,7 @@ impl Rewrite {
     /// Parses the answer: a JSON object (optionally in a code fence) with a non-empty
     /// `summary` and `rationale` within their lengths and 1..=8 tags. Says what was wrong.
     fn parse(answer: &str) -> Result<Rewrite, String> {
-        let body = json_body(answer);
+        let body = alembic_llm::json_answer(answer);
         let value: Value = serde_json::from_str(body).map_err(|e| {
             format!("expected a JSON object with summary, rationale and tags ({e})")
         })?;
@@ -301,15 +301,6 @@ impl Rewrite {
             extra: e.extra.clone(),
         }
     }
-}
-
-fn json_body(answer: &str) -> &str {
-    let t = answer.trim();
-    let Some(inner) = t.strip_prefix("```") else {
-        return t;
-    };
-    let inner = inner.strip_prefix("json").unwrap_or(inner);
-    inner.strip_suffix("```").unwrap_or(inner).trim()
 }
 
 fn tags(value: Option<&Value>) -> Result<Vec<String>, String> {
