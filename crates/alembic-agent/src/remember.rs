@@ -86,22 +86,7 @@ impl Harvest {
         } else {
             Vec::new()
         };
-        let mut transcript = String::new();
-        if let Some(earlier) = request.conversation.as_deref() {
-            let _ = write!(transcript, "Earlier in the conversation:\n{earlier}\n\n");
-        }
-        let answer: String = answer.chars().take(ANSWER_MAX_CHARS).collect();
-        let _ = write!(
-            transcript,
-            "User: {}\n\nAssistant: {answer}",
-            request.question.trim()
-        );
-        if !findings.is_empty() {
-            transcript.push_str("\n\nFindings the assistant noted:");
-            for f in findings {
-                let _ = write!(transcript, "\n- [{}/10] {}", f.importance, f.finding.trim());
-            }
-        }
+        let transcript = run_transcript(request, answer, findings);
         Harvest {
             transcript,
             always: finding_candidates(findings, keep_importance, source, &provenance),
@@ -138,6 +123,28 @@ impl Harvest {
             provenance,
         }
     }
+}
+
+/// A run as the extraction call reads it: the earlier turns, the question, the answer (cut)
+/// and the findings noted.
+fn run_transcript(request: &RunRequest, answer: &str, findings: &[Finding]) -> String {
+    let mut transcript = String::new();
+    if let Some(earlier) = request.conversation.as_deref() {
+        let _ = write!(transcript, "Earlier in the conversation:\n{earlier}\n\n");
+    }
+    let answer: String = answer.chars().take(ANSWER_MAX_CHARS).collect();
+    let _ = write!(
+        transcript,
+        "User: {}\n\nAssistant: {answer}",
+        request.question.trim()
+    );
+    if !findings.is_empty() {
+        transcript.push_str("\n\nFindings the assistant noted:");
+        for f in findings {
+            let _ = write!(transcript, "\n- [{}/10] {}", f.importance, f.finding.trim());
+        }
+    }
+    transcript
 }
 
 /// One memory the model proposed, validated.
