@@ -1,18 +1,27 @@
 //! L2 distillation with the model, against the OpenAI fake server: a chat run that reads one
 //! large file per round fills a small window until L2 folds old rounds. With a model that
-//! summarises, the record carries its summary (one call per round range); with a model whose
-//! summary call fails, the record keeps the rule-based lines. On both paths every request
+//! summarises, the record carries its summary (one call per round range); when the summary
+//! call fails (an error status, no answer in time, an open circuit breaker) or is switched
+//! off, the record keeps the rule-based lines. On both paths every request
 //! keeps the task as its first message and every tool call with its result, and the window's
 //! usage stays within its budget after each compaction.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use alembic_agent::{AgentEvent, L2_SUMMARY_SYSTEM_PROMPT, RunReport, StageLimits};
-use alembic_llm::ProviderKind;
+use std::sync::Arc;
+
+use alembic_agent::{
+    AgentEvent, AgentPreset, L2_SUMMARY_SYSTEM_PROMPT, RunReport, RunRequest, StageLimits,
+};
 use alembic_llm::fake::{FakeReply, FakeTurn, RecordedRequest};
+use alembic_llm::{
+    BreakerPhase, BreakerPolicy, ChatRequest, ChatResponse, ChatStream, CircuitBreaker,
+    HttpProvider, LlmError, LlmProvider, ManualClock, ProviderKind,
+};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
 
 use super::support::{Harness, body_tokens};
 
@@ -63,6 +72,14 @@ async fn run_with(
     summary: fn(&RecordedRequest) -> FakeReply,
     adjust: fn(&mut Harness),
 ) -> (Harness, RunReport) {
+    let mut h = setup(summary).await;
+    adjust(&mut h);
+    let report = h.ask("chat", QUESTION).await;
+    (h, report)
+}
+
+/// The harness: a small window, the Ledger files, and the scripted server.
+async fn setup(summary: fn(&RecordedRequest) -> FakeReply) -> Harness {
     let mut h = Harness::new(ProviderKind::OpenAi)
         .await
         .limits(StageLimits {
@@ -71,7 +88,6 @@ async fn run_with(
         });
     h.options.context_budget = Some(BUDGET);
     add_ledger_files(&h);
-    adjust(&mut h);
     let loop_requests = AtomicUsize::new(0);
     h.server.respond_with(move |request| {
         if is_summary_call(request) {
@@ -80,8 +96,51 @@ async fn run_with(
             loop_reply(request, loop_requests.fetch_add(1, Ordering::SeqCst))
         }
     });
-    let report = h.ask("chat", QUESTION).await;
-    (h, report)
+    h
+}
+
+/// The fake server's provider, except that summary calls meet an open circuit breaker and are
+/// refused without a request, as `HttpProvider` refuses while its breaker is open.
+#[derive(Debug)]
+struct BreakerOpenForSummaries {
+    inner: HttpProvider,
+    breaker: CircuitBreaker,
+}
+
+#[async_trait::async_trait]
+impl LlmProvider for BreakerOpenForSummaries {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn model(&self) -> &str {
+        self.inner.model()
+    }
+
+    async fn chat(
+        &self,
+        request: &ChatRequest,
+        cancel: &CancellationToken,
+    ) -> Result<ChatResponse, LlmError> {
+        if request.system.starts_with(L2_SUMMARY_SYSTEM_PROMPT) {
+            self.breaker
+                .try_acquire()
+                .map_err(|refusal| LlmError::CircuitOpen {
+                    provider: "fake".into(),
+                    failures: refusal.failures,
+                    retry_in: refusal.retry_in,
+                })?;
+        }
+        self.inner.chat(request, cancel).await
+    }
+
+    async fn chat_stream(
+        &self,
+        request: &ChatRequest,
+        cancel: &CancellationToken,
+    ) -> Result<ChatStream, LlmError> {
+        self.inner.chat_stream(request, cancel).await
+    }
 }
 
 fn events_of(h: &Harness) -> Vec<AgentEvent> {
@@ -320,4 +379,52 @@ async fn switched_off_no_summary_call_is_made() {
         0
     );
     assert!(last_record(&h).contains("- round 1: read_project_file("));
+}
+
+#[tokio::test]
+async fn an_open_circuit_breaker_falls_back_without_a_request() {
+    let h = setup(|_| FakeTurn::text(SUMMARY).into()).await;
+    let breaker = CircuitBreaker::new(
+        BreakerPolicy {
+            failure_threshold: 1,
+            ..BreakerPolicy::default()
+        },
+        Arc::new(ManualClock::default()),
+    );
+    breaker.record_failure();
+    assert_eq!(breaker.phase(), BreakerPhase::Open);
+    let provider = BreakerOpenForSummaries {
+        inner: h.server.provider().unwrap(),
+        breaker,
+    };
+    let request = RunRequest::new(QUESTION, AgentPreset::from_name("chat"));
+    let report = h
+        .agent_with(Arc::new(provider))
+        .run(&request, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_invariants(&h);
+    let errors: Vec<String> = events_of(&h)
+        .into_iter()
+        .filter_map(|e| match e {
+            AgentEvent::L2SummaryFailed { error, .. } => Some(error),
+            _ => None,
+        })
+        .collect();
+    assert!(!errors.is_empty());
+    assert!(
+        errors
+            .iter()
+            .all(|e| e.starts_with("circuit breaker open: ")),
+        "{errors:?}"
+    );
+    assert_eq!(
+        h.requests().iter().filter(|r| is_summary_call(r)).count(),
+        0
+    );
+    assert!(last_record(&h).contains("- round 1: read_project_file("));
+    assert_eq!(
+        report.answer,
+        "Every Ledger file declares LedgerEntry values."
+    );
 }
