@@ -27,7 +27,9 @@ use super::support::{Harness, body_tokens};
 
 const QUESTION: &str = "Walk me through the Ledger files one by one.";
 const FILES: usize = 16;
-const BUDGET: usize = 7_000;
+const BUDGET: usize = 5_000;
+/// A catalog preset with `read_project_file` only.
+const PRESET: &str = "ledger";
 const SUMMARY: &str = "Rounds folded by the model: Ledger0 to Ledger3 hold LedgerEntry types.";
 
 /// Sixteen Swift files of about 4,000 characters each, added to the harness project.
@@ -74,7 +76,7 @@ async fn run_with(
 ) -> (Harness, RunReport) {
     let mut h = setup(summary).await;
     adjust(&mut h);
-    let report = h.ask("chat", QUESTION).await;
+    let report = h.ask(PRESET, QUESTION).await;
     (h, report)
 }
 
@@ -87,6 +89,10 @@ async fn setup(summary: fn(&RecordedRequest) -> FakeReply) -> Harness {
             ..StageLimits::default()
         });
     h.options.context_budget = Some(BUDGET);
+    // One tool only, so the schemas' share of the window does not move with the catalog.
+    h.presets
+        .apply_toml("[presets.ledger]\ndescription = \"read files\"\ncapabilities = []\nadd_tools = [\"read_project_file\"]\n")
+        .unwrap();
     add_ledger_files(&h);
     let loop_requests = AtomicUsize::new(0);
     h.server.respond_with(move |request| {
@@ -397,7 +403,7 @@ async fn an_open_circuit_breaker_falls_back_without_a_request() {
         inner: h.server.provider().unwrap(),
         breaker,
     };
-    let request = RunRequest::new(QUESTION, AgentPreset::from_name("chat"));
+    let request = RunRequest::new(QUESTION, AgentPreset::from_name(PRESET));
     let report = h
         .agent_with(Arc::new(provider))
         .run(&request, &CancellationToken::new())
