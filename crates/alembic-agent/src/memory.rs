@@ -61,33 +61,7 @@ impl PersistentRecall for SharedMemory {
     /// The user's stated preferences (up to [`PREFERENCES_RECALLED`], whatever the query:
     /// they apply to every question), then the memories relevant to `query`, `limit` in all.
     fn recall(&self, query: Option<&str>, limit: usize) -> Vec<RecalledMemory> {
-        let memories = self.with_store(|store| {
-            let mut found = preferences(store)?;
-            let rest = match query.filter(|q| !q.trim().is_empty()) {
-                Some(q) => {
-                    let options = RetrieveOptions {
-                        limit,
-                        ..RetrieveOptions::default()
-                    };
-                    store
-                        .retrieve(q, &options)?
-                        .into_iter()
-                        .map(|h| h.memory)
-                        .collect()
-                }
-                None => store.list(&ListFilter {
-                    limit: Some(limit),
-                    ..ListFilter::default()
-                })?,
-            };
-            for m in rest {
-                if !found.iter().any(|p| p.id == m.id) {
-                    found.push(m);
-                }
-            }
-            found.truncate(limit);
-            Ok(found)
-        });
+        let memories = self.with_store(|store| recall_from(store, query, limit));
         // Recall feeds a prompt: a broken store means "nothing remembered", not a failed run.
         match memories {
             Ok(found) => found
@@ -104,6 +78,39 @@ impl PersistentRecall for SharedMemory {
             }
         }
     }
+}
+
+/// Preferences first, then the memories relevant to `query` (or the newest), `limit` in all.
+fn recall_from(
+    store: &mut PersistentMemory,
+    query: Option<&str>,
+    limit: usize,
+) -> Result<Vec<Memory>, MemoryError> {
+    let mut found = preferences(store)?;
+    let rest = match query.filter(|q| !q.trim().is_empty()) {
+        Some(q) => {
+            let options = RetrieveOptions {
+                limit,
+                ..RetrieveOptions::default()
+            };
+            store
+                .retrieve(q, &options)?
+                .into_iter()
+                .map(|h| h.memory)
+                .collect()
+        }
+        None => store.list(&ListFilter {
+            limit: Some(limit),
+            ..ListFilter::default()
+        })?,
+    };
+    for m in rest {
+        if !found.iter().any(|p| p.id == m.id) {
+            found.push(m);
+        }
+    }
+    found.truncate(limit);
+    Ok(found)
 }
 
 /// The newest stated preferences, most important first.
