@@ -58,7 +58,7 @@ impl SharedMemory {
 }
 
 impl PersistentRecall for SharedMemory {
-    /// The user's stated preferences (up to [`PREFERENCES_RECALLED`], whatever the query:
+    /// The user's stated preferences (up to five, whatever the query:
     /// they apply to every question), then the memories relevant to `query`, `limit` in all.
     fn recall(&self, query: Option<&str>, limit: usize) -> Vec<RecalledMemory> {
         let memories = self.with_store(|store| recall_from(store, query, limit));

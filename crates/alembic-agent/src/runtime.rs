@@ -42,8 +42,10 @@ pub struct AgentOptions {
     /// Upper bound of the memory budget (`[memory] max_budget_tokens`); `None` keeps the
     /// 12.5 % of the context.
     pub memory_budget_cap: Option<usize>,
-    /// At the end of a run, turn its findings and the user's stated preferences into
-    /// candidate memories (`[memory] extract_from_conversations`).
+    /// At the end of a run (and on [`AgentRuntime::remember`]), turn its noted findings and
+    /// what the model extracts (facts, the user's stated preferences) into candidate memories
+    /// for the consolidator; off, nothing is kept and no extraction call is made
+    /// (`[memory] extract_from_conversations`).
     pub extract_from_conversations: bool,
     /// Exploration control: stages with a strategy run under the exploration tracker (nudges,
     /// convergence, phase-driven tool_choice); off, every stage runs until the model answers
