@@ -78,7 +78,8 @@ impl std::fmt::Debug for OAuthVerifier {
 
 #[derive(Deserialize)]
 struct Claims {
-    sub: String,
+    #[serde(default)]
+    sub: Option<String>,
 }
 
 impl OAuthVerifier {
@@ -131,8 +132,10 @@ impl OAuthVerifier {
 
     /// The subject of a valid token, or why it is not valid.
     pub async fn verify(&self, token: &str) -> Result<String, String> {
-        let header =
-            jsonwebtoken::decode_header(token).map_err(|e| format!("not a valid JWT: {e}"))?;
+        let header = jsonwebtoken::decode_header(token).map_err(|_| {
+            "not a JWT: expected header.payload.signature in base64url with a JSON header"
+                .to_string()
+        })?;
         let (key, alg) = self.key_for(header.kid.as_deref()).await?;
         if header.alg != alg {
             return Err(format!(
@@ -147,7 +150,10 @@ impl OAuthVerifier {
         validation.leeway = LEEWAY_SECS;
         let data = jsonwebtoken::decode::<Claims>(token, &key, &validation)
             .map_err(|e| token_error(&e))?;
-        let subject: String = data.claims.sub.chars().take(MAX_SUBJECT).collect();
+        let Some(sub) = data.claims.sub else {
+            return Err("the token has no \"sub\" claim".into());
+        };
+        let subject: String = sub.chars().take(MAX_SUBJECT).collect();
         if subject.is_empty() {
             return Err("the token's \"sub\" is empty".into());
         }
