@@ -82,7 +82,13 @@ pub(crate) async fn guard(State(g): State<Arc<Guard>>, req: Request, next: Next)
         Ok(b) => b,
         Err(response) => return response,
     };
-    let opens_session = parts.method == Method::POST && session.is_none() && is_initialize(&bytes);
+    let mut opens_session = false;
+    if parts.method == Method::POST {
+        match serde_json::from_slice::<Value>(&bytes) {
+            Ok(message) => opens_session = session.is_none() && message["method"] == "initialize",
+            Err(e) => return parse_error(&e),
+        }
+    }
     if let Some(c) = &caller {
         parts.extensions.insert(c.clone());
     }
@@ -93,8 +99,17 @@ pub(crate) async fn guard(State(g): State<Arc<Guard>>, req: Request, next: Next)
     g.open_session(caller.as_ref(), req, next).await
 }
 
-fn is_initialize(body: &Bytes) -> bool {
-    serde_json::from_slice::<Value>(body).is_ok_and(|v| v["method"] == "initialize")
+/// A POST body that is not JSON: 400 with JSON-RPC's parse error (-32700), as a JSON-RPC
+/// server answers text it cannot parse.
+fn parse_error(e: &serde_json::Error) -> Response {
+    let body = json!({"jsonrpc": "2.0", "id": null,
+        "error": {"code": -32700, "message": format!("parse error: the body is not JSON: {e}")}});
+    (
+        StatusCode::BAD_REQUEST,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
 }
 
 impl Guard {
