@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use alembic_runtime::ProjectRuntime;
 use alembic_tools::{Allowlist, Caller, OutcomeStatus, ToolCall};
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestRunner};
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use serde_json::{Map, Value, json};
 
 /// Generated calls per tool; with ~70 tools this is ~1,650 calls.
@@ -205,6 +205,25 @@ fn apply(m: &Mutation, mut args: Value, schema: &Value) -> Value {
     args
 }
 
+/// The short non-blank strings anywhere in `v` (the values an error may name).
+fn short_strings(v: &Value) -> Vec<String> {
+    match v {
+        Value::String(s) if !s.trim().is_empty() && s.len() <= 200 => vec![s.clone()],
+        Value::Array(items) => items.iter().flat_map(short_strings).collect(),
+        Value::Object(map) => map.values().flat_map(short_strings).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// A seed per tool, so that a failure replays the same way on every run.
+fn seed_for(tool: &str) -> [u8; 32] {
+    let mut seed = [0x5a_u8; 32];
+    for (i, b) in tool.bytes().enumerate() {
+        seed[i % 32] = seed[i % 32].rotate_left(3) ^ b;
+    }
+    seed
+}
+
 /// What the run saw, for the closing note.
 #[derive(Debug, Default)]
 struct Tally {
@@ -243,6 +262,7 @@ fn judge(
     elapsed: Duration,
     limit: Duration,
     properties: &[String],
+    values: &[String],
 ) -> Result<(), String> {
     if elapsed > limit + SLACK {
         return Err(format!("ran {elapsed:?}, past its limit of {limit:?}"));
@@ -257,16 +277,18 @@ fn judge(
     if error.trim().is_empty() {
         return Err(format!("{} without an error text", status.as_str()));
     }
-    // Argument refusals name the argument (`argument "path": expected …, got …`, or the
-    // properties to give instead), or say what is accepted.
-    let names_one =
-        error.contains("argument") || properties.iter().any(|p| error.contains(p.as_str()));
-    let says_accepted = ["accepted", "expected", "must", "give "]
+    // Argument refusals say what was wrong: they name the argument (`argument "path":
+    // expected …, got …`, or the properties to give instead) or the value refused, or they
+    // say what is accepted.
+    let names_one = error.contains("argument")
+        || properties.iter().any(|p| error.contains(p.as_str()))
+        || values.iter().any(|v| error.contains(v.as_str()));
+    let says_accepted = ["accepted", "expected", "must", "give ", "supported"]
         .iter()
         .any(|w| error.contains(w));
     if status == OutcomeStatus::InvalidArguments && !(names_one || says_accepted) {
         return Err(format!(
-            "an argument refusal that names neither the argument nor what is accepted: {error}"
+            "an argument refusal that names neither the argument, nor the value, nor what is accepted: {error}"
         ));
     }
     if error.len() > MAX_ERROR {
@@ -298,14 +320,17 @@ fn every_tool_survives_generated_and_mutated_arguments() {
             .map(|p| p.keys().cloned().collect())
             .unwrap_or_default();
         let strategy = (valid(&schema, 0), mutation());
-        let mut runner = TestRunner::new(Config {
+        let config = Config {
             cases: CASES_PER_TOOL,
             failure_persistence: None,
             max_shrink_iters: 0,
             ..Config::default()
-        });
+        };
+        let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &seed_for(&def.name));
+        let mut runner = TestRunner::new_with_rng(config, rng);
         let result = runner.run(&strategy, |(args, m)| {
             let args = apply(&m, args, &schema);
+            let values = short_strings(&args);
             let call = ToolCall::new(def.name.clone(), args, Caller::new("fuzz", Allowlist::All));
             let t0 = Instant::now();
             let outcome = tokio
@@ -326,6 +351,7 @@ fn every_tool_survives_generated_and_mutated_arguments() {
                 elapsed,
                 limit,
                 &properties,
+                &values,
             );
             let mut t = tally.lock().unwrap();
             t.calls += 1;
