@@ -45,37 +45,21 @@ pub(crate) fn refusal(status: StatusCode, message: impl Into<String>) -> Respons
         .into_response()
 }
 
+/// The middleware: who, how often, whose session, how large, then a new session's place.
 pub(crate) async fn guard(State(g): State<Arc<Guard>>, req: Request, next: Next) -> Response {
     let caller = match g.authenticate(req.headers()).await {
         Ok(caller) => caller,
         Err(response) => return response,
     };
-    if let Some(c) = &caller
-        && let Err(wait) = g.rate.check(&c.id)
-    {
-        let mut r = refusal(
-            StatusCode::TOO_MANY_REQUESTS,
-            format!(
-                "rate limit: {} requests a minute for {} (burst {}); retry later",
-                g.limits.rate_per_minute, c.id, g.limits.rate_burst
-            ),
-        );
-        r.headers_mut().insert(
-            header::RETRY_AFTER,
-            HeaderValue::from(retry_after_secs(wait)),
-        );
-        return r;
-    }
     let session = req
         .headers()
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
-    if let (Some(c), Some(id)) = (&caller, &session)
-        && lock(&g.owners).get(id).is_some_and(|owner| owner != &c.id)
+    if let Some(c) = &caller
+        && let Some(refused) = g.rate_and_owner(c, session.as_deref())
     {
-        // Answered like an unknown session: another caller's session ids are not confirmed.
-        return refusal(StatusCode::NOT_FOUND, "session not found");
+        return refused;
     }
     let (mut parts, body) = req.into_parts();
     let bytes = match g.read_body(&parts.headers, body).await {
@@ -113,6 +97,31 @@ fn parse_error(e: &serde_json::Error) -> Response {
 }
 
 impl Guard {
+    /// 429 past the caller's rate; 404 for a session another caller opened (answered like an
+    /// unknown session, so session ids of others are not confirmed).
+    fn rate_and_owner(&self, c: &HttpCaller, session: Option<&str>) -> Option<Response> {
+        if let Err(wait) = self.rate.check(&c.id) {
+            let mut r = refusal(
+                StatusCode::TOO_MANY_REQUESTS,
+                format!(
+                    "rate limit: {} requests a minute for {} (burst {}); retry later",
+                    self.limits.rate_per_minute, c.id, self.limits.rate_burst
+                ),
+            );
+            r.headers_mut().insert(
+                header::RETRY_AFTER,
+                HeaderValue::from(retry_after_secs(wait)),
+            );
+            return Some(r);
+        }
+        let owned_by_other = session.is_some_and(|id| {
+            lock(&self.owners)
+                .get(id)
+                .is_some_and(|owner| owner != &c.id)
+        });
+        owned_by_other.then(|| refusal(StatusCode::NOT_FOUND, "session not found"))
+    }
+
     async fn authenticate(
         &self,
         headers: &axum::http::HeaderMap,
