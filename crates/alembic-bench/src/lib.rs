@@ -4,6 +4,8 @@
 //! - [`locomo`]: LoCoMo turn retrieval for persistent memory (hit@k, MRR, nDCG, latency).
 //! - [`memory_scale`]: retrieval latency at 500 and 100,000 memories, add+consolidate throughput.
 //! - [`mcp`]: `alembic mcp` spawn-to-first-`tools/list` time and cheap-call throughput.
+//! - [`mcp_http`]: `alembic mcp --http` with 32 token-authenticated sessions × 500 mixed calls:
+//!   errors, p50/p95 per tool, server RSS before and after.
 //! - [`bootstrap`]: deterministic `alembic bootstrap` wall time and peak RSS on this repository
 //!   and on a ~1,000-file tree from the local cargo registry.
 //! - [`bootstrap_llm`]: the scripted LLM bootstrap path, requests/tokens/cache hits per
@@ -22,4 +24,5 @@ pub mod bootstrap_llm;
 pub mod durability;
 pub mod locomo;
 pub mod mcp;
+pub mod mcp_http;
 pub mod memory_scale;

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use alembic_bench::{bootstrap, bootstrap_llm, durability, locomo, mcp, memory_scale};
+use alembic_bench::{bootstrap, bootstrap_llm, durability, locomo, mcp, mcp_http, memory_scale};
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
@@ -60,6 +60,23 @@ enum Command {
         calls: usize,
         #[arg(long)]
         json: bool,
+    },
+    /// `alembic mcp --http` under load: concurrent token-authenticated sessions making mixed
+    /// tool calls on loopback; errors, p50/p95 per tool, server RSS before and after.
+    McpHttp {
+        #[arg(long, default_value_t = 32)]
+        sessions: usize,
+        /// Calls per session.
+        #[arg(long, default_value_t = 500)]
+        calls: usize,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The server process of `mcp-http` (prints `listening <url>`, serves until killed).
+    #[command(hide = true)]
+    McpHttpServe {
+        #[arg(long)]
+        project: PathBuf,
     },
     /// Deterministic `alembic bootstrap`: wall time and peak RSS on this repository and on a
     /// ~1,000-file tree from the local cargo registry (copied to a temp dir first).
@@ -123,6 +140,15 @@ fn main() -> Result<()> {
             let report = mcp::run(&alembic, &project, spawns, calls)?;
             print(json, &report, mcp::render(&report))
         }
+        Command::McpHttp {
+            sessions,
+            calls,
+            json,
+        } => {
+            let report = mcp_http::run(sessions, calls)?;
+            print(json, &report, mcp_http::render(&report))
+        }
+        Command::McpHttpServe { project } => mcp_http::serve(&project),
         Command::Bootstrap {
             repo,
             files,

@@ -1,13 +1,19 @@
 //! Streamable HTTP: rmcp's `StreamableHttpService` with in-memory sessions, mounted at `/mcp`
-//! in an axum router.
+//! in an axum router behind the guard (`http_guard.rs`: authentication, limits), served by a
+//! hyper HTTP/1.1 accept loop, over TLS (rustls) when configured.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+use std::time::Duration;
 
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
+use crate::auth::HttpAuth;
+use crate::auth::oauth::METADATA_PATH;
+use crate::http_guard::{self, Guard};
+use crate::limits::{HttpLimits, RateLimiter};
 use crate::{AlembicServer, McpError};
 
 /// The path the MCP endpoint is served at.
@@ -51,6 +57,18 @@ fn host_literal(ip: IpAddr) -> String {
     }
 }
 
+/// How a server is exposed: extra `Host` names, limits, authentication and TLS.
+#[derive(Debug, Clone, Default)]
+pub struct HttpOptions {
+    /// `Host` header values accepted beyond loopback names and the bound address.
+    pub extra_hosts: Vec<String>,
+    pub limits: HttpLimits,
+    /// `None` serves without authentication (loopback, or `--insecure-no-auth`).
+    pub auth: Option<HttpAuth>,
+    /// `Some` serves HTTPS with this rustls configuration.
+    pub tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
+}
+
 /// A bound, not yet serving, HTTP endpoint; `local_addr` tells which port was picked for `:0`.
 #[derive(Debug)]
 pub struct HttpEndpoint {
@@ -72,27 +90,155 @@ impl HttpEndpoint {
         })
     }
 
-    /// Serves until `shutdown` is cancelled; every session shares `server`'s pipeline.
+    /// Serves without authentication and with the default limits until `shutdown` is
+    /// cancelled; every session shares `server`'s pipeline.
     pub async fn serve(
         self,
         server: AlembicServer,
         extra_hosts: &[String],
         shutdown: CancellationToken,
     ) -> Result<(), McpError> {
-        let config = StreamableHttpServerConfig::default()
-            .with_allowed_hosts(allowed_hosts(self.local_addr, extra_hosts))
-            .with_cancellation_token(shutdown.child_token());
-        let service = StreamableHttpService::new(
-            move || Ok(server.for_session()),
-            Arc::new(LocalSessionManager::default()),
-            config,
-        );
-        let router = axum::Router::new().nest_service(MCP_PATH, service);
-        axum::serve(self.listener, router)
-            .with_graceful_shutdown(async move { shutdown.cancelled().await })
-            .await
-            .map_err(McpError::Io)
+        let options = HttpOptions {
+            extra_hosts: extra_hosts.to_vec(),
+            ..HttpOptions::default()
+        };
+        self.serve_with(server, options, shutdown).await
     }
+
+    /// Serves with `options` until `shutdown` is cancelled, then lets open requests finish
+    /// for a few seconds.
+    pub async fn serve_with(
+        self,
+        server: AlembicServer,
+        options: HttpOptions,
+        shutdown: CancellationToken,
+    ) -> Result<(), McpError> {
+        let router = router(server, &options, self.local_addr, &shutdown);
+        let tls = options.tls.clone().map(tokio_rustls::TlsAcceptor::from);
+        let connections = hyper_util::server::graceful::GracefulShutdown::new();
+        loop {
+            let stream = tokio::select! {
+                _ = shutdown.cancelled() => break,
+                accepted = self.listener.accept() => match accepted {
+                    Ok((stream, _peer)) => stream,
+                    Err(e) => {
+                        // Out of file descriptors and the like: wait instead of spinning.
+                        tracing::warn!("cannot accept a connection: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                },
+            };
+            let conn = Connection {
+                router: router.clone(),
+                tls: tls.clone(),
+                read_timeout: options.limits.read_timeout,
+                watcher: connections.watcher(),
+            };
+            tokio::spawn(conn.serve(stream));
+        }
+        if tokio::time::timeout(Duration::from_secs(5), connections.shutdown())
+            .await
+            .is_err()
+        {
+            tracing::debug!("connections still open at shutdown were dropped");
+        }
+        Ok(())
+    }
+}
+
+/// `/mcp` behind the guard, plus the OAuth metadata document when OAuth is configured.
+fn router(
+    server: AlembicServer,
+    options: &HttpOptions,
+    bound: SocketAddr,
+    shutdown: &CancellationToken,
+) -> axum::Router {
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(allowed_hosts(bound, &options.extra_hosts))
+        .with_cancellation_token(shutdown.child_token());
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.keep_alive = Some(options.limits.idle_timeout);
+    let sessions = Arc::new(sessions);
+    let resolver = server.preset_resolver();
+    let service = StreamableHttpService::new(
+        move || Ok(server.for_session()),
+        Arc::clone(&sessions),
+        config,
+    );
+    let guard = Arc::new(Guard {
+        auth: options.auth.clone().map(|a| (a, resolver)),
+        limits: options.limits.clone(),
+        rate: RateLimiter::new(options.limits.rate_per_minute, options.limits.rate_burst),
+        sessions,
+        creating: tokio::sync::Mutex::new(()),
+        owners: Default::default(),
+    });
+    let mut router = axum::Router::new().nest_service(MCP_PATH, service).layer(
+        axum::middleware::from_fn_with_state(guard, http_guard::guard),
+    );
+    if let Some(oauth) = options.auth.as_ref().and_then(|a| a.oauth()) {
+        let doc = oauth.metadata();
+        let serve_doc = move || {
+            let doc = doc.clone();
+            async move { axum::Json(doc) }
+        };
+        router = router
+            .route(METADATA_PATH, axum::routing::get(serve_doc.clone()))
+            .route(
+                &format!("{METADATA_PATH}{MCP_PATH}"),
+                axum::routing::get(serve_doc),
+            );
+    }
+    router
+}
+
+/// One accepted TCP connection: TLS handshake (if any), then HTTP/1.1 with a limit on the
+/// time to send headers and on their size, so slow or oversized clients cannot hold a task.
+struct Connection {
+    router: axum::Router,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    read_timeout: Duration,
+    watcher: hyper_util::server::graceful::Watcher,
+}
+
+/// Largest request head (line and headers); past it hyper answers 431.
+const MAX_HEAD_BYTES: usize = 64 * 1024;
+
+impl Connection {
+    async fn serve(self, stream: tokio::net::TcpStream) {
+        match self.tls.clone() {
+            None => self.http(stream).await,
+            Some(acceptor) => {
+                match tokio::time::timeout(self.read_timeout, acceptor.accept(stream)).await {
+                    Ok(Ok(tls)) => self.http(tls).await,
+                    Ok(Err(e)) => tracing::debug!("TLS handshake failed: {e}"),
+                    Err(_) => tracing::debug!("TLS handshake timed out"),
+                }
+            }
+        }
+    }
+
+    async fn http<S>(self, stream: S)
+    where
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        use hyper_util::rt::{TokioIo, TokioTimer};
+        let service = hyper_util::service::TowerToHyperService::new(self.router);
+        let conn = hyper::server::conn::http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(self.read_timeout)
+            .max_buf_size(MAX_HEAD_BYTES)
+            .serve_connection(TokioIo::new(stream), service);
+        if let Err(e) = self.watcher.watch(conn).await {
+            tracing::debug!("HTTP connection ended: {e}");
+        }
+    }
+}
+
+/// Whether serving on `addr` reaches only this machine.
+pub fn is_loopback(addr: SocketAddr) -> bool {
+    addr.ip().is_loopback()
 }
 
 #[cfg(test)]

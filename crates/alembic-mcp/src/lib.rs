@@ -35,8 +35,11 @@
 //! # }
 //! ```
 
+pub mod auth;
 mod convert;
 pub mod http;
+mod http_guard;
+pub mod limits;
 pub mod logging;
 mod notify;
 pub mod prompts;
@@ -45,9 +48,13 @@ mod server;
 pub mod skills;
 pub mod stdio;
 mod surface;
+pub mod tls;
 
+pub use auth::{HttpAuth, HttpCaller, OAuthSettings, OAuthVerifier, PresetResolver, TokenStore};
 pub use convert::{caller_id, result_for_outcome, tool_for_mcp};
-pub use http::{HttpEndpoint, MCP_PATH, parse_bind_addr};
+pub use http::{HttpEndpoint, HttpOptions, MCP_PATH, is_loopback, parse_bind_addr};
+pub use http_guard::SESSION_HEADER;
+pub use limits::HttpLimits;
 pub use notify::DEFAULT_POLL;
 pub use resources::ProjectContent;
 pub use server::{AlembicServer, AuditFlush};

@@ -26,6 +26,7 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use crate::McpError;
+use crate::auth::{HttpCaller, PresetResolver};
 use crate::convert::{caller_id, result_for_outcome, tool_for_mcp};
 use crate::notify::{self, SessionState, WatchSources};
 use crate::resources::ProjectContent;
@@ -53,6 +54,8 @@ pub(crate) struct Shared {
     allowlist: Allowlist,
     flush: Option<AuditFlush>,
     pub(crate) watch: WatchSources,
+    /// The allowlists of authenticated HTTP callers' presets.
+    presets: Option<PresetResolver>,
 }
 
 /// A skill source with no skills (servers built from parts).
@@ -91,10 +94,37 @@ impl AlembicServer {
             skills: Arc::new(SkillDir::for_project(&runtime.root)),
         };
         let temporary = runtime.temporary_tools().clone();
+        let for_presets = Arc::clone(&runtime);
+        let presets: PresetResolver = Arc::new(move |id, preset| {
+            for_presets
+                .caller(id, Some(preset))
+                .map(|c| c.allowlist)
+                .map_err(|e| e.to_string())
+        });
         let flush: AuditFlush = Arc::new(move || runtime.flush_audit().map_err(|e| e.to_string()));
         Ok(Self::from_parts(pipeline, allowlist, Some(flush))
             .with_content(content)
-            .with_temporary(temporary))
+            .with_temporary(temporary)
+            .with_presets(presets))
+    }
+
+    /// Resolves the presets of authenticated HTTP callers (tokens, OAuth) to allowlists.
+    pub fn with_presets(self, presets: PresetResolver) -> Self {
+        let mut server = self.map_watch(|_| {});
+        if let Some(shared) = Arc::get_mut(&mut server.shared) {
+            shared.presets = Some(presets);
+        }
+        server
+    }
+
+    /// The resolver the HTTP guard uses; without one every preset is refused by name.
+    pub fn preset_resolver(&self) -> PresetResolver {
+        match &self.shared.presets {
+            Some(p) => Arc::clone(p),
+            None => {
+                Arc::new(|_, preset| Err(format!("this server resolves no presets ({preset:?})")))
+            }
+        }
     }
 
     /// Publishes `content` as resources and prompts.
@@ -121,6 +151,7 @@ impl AlembicServer {
             allowlist: self.shared.allowlist.clone(),
             flush: self.shared.flush.clone(),
             watch,
+            presets: self.shared.presets.clone(),
         };
         AlembicServer {
             shared: Arc::new(shared),
@@ -136,9 +167,29 @@ impl AlembicServer {
         }
     }
 
+    /// The caller of a request and its allowlist: the authenticated HTTP caller when the
+    /// request came through the HTTP guard, else `mcp:<clientInfo.name>` with the server's preset.
+    pub(crate) fn caller_of(&self, context: &RequestContext<RoleServer>) -> Caller {
+        let authed = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|p| p.extensions.get::<HttpCaller>());
+        match authed {
+            Some(c) => Caller::new(c.id.clone(), self.with_temporary_tools(c.allowlist.clone())),
+            None => {
+                let client = context.client_info().map(|i| i.name);
+                Caller::new(caller_id(client.as_deref()), self.allowlist())
+            }
+        }
+    }
+
     /// The preset's tools plus the live temporary forged tools.
     pub(crate) fn allowlist(&self) -> Allowlist {
-        let mut allowlist = self.shared.allowlist.clone();
+        self.with_temporary_tools(self.shared.allowlist.clone())
+    }
+
+    fn with_temporary_tools(&self, allowlist: Allowlist) -> Allowlist {
+        let mut allowlist = allowlist;
         if let Some(t) = &self.shared.watch.temporary {
             for info in t.list() {
                 allowlist.insert(info.name);
@@ -169,6 +220,7 @@ impl AlembicServer {
                 allowlist,
                 flush,
                 watch,
+                presets: None,
             }),
             session: Arc::new(SessionState::default()),
         }
@@ -192,8 +244,7 @@ impl AlembicServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> CallToolResponse {
-        let client = context.client_info().map(|i| i.name);
-        let caller = Caller::new(caller_id(client.as_deref()), self.allowlist());
+        let caller = self.caller_of(&context);
         let args = request
             .arguments
             .map(Value::Object)
@@ -348,13 +399,13 @@ impl ServerHandler for AlembicServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let tools = self
             .shared
             .pipeline
             .registry()
-            .definitions(&self.allowlist())
+            .definitions(&self.caller_of(&context).allowlist)
             .iter()
             .map(tool_for_mcp)
             .collect();

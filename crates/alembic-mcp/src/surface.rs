@@ -3,7 +3,7 @@
 //! run on the blocking pool.
 
 use alembic_base::lock;
-use alembic_tools::{Caller, OutcomeStatus, ToolCall};
+use alembic_tools::{OutcomeStatus, ToolCall};
 use rmcp::model::{
     CompleteRequestParams, CompleteResult, CompletionInfo, GetPromptRequestParams, GetPromptResult,
     ListPromptsResult, ListResourcesResult, ReadResourceResult, Reference,
@@ -13,7 +13,6 @@ use rmcp::{ErrorData, RoleServer};
 use serde_json::json;
 
 use crate::AlembicServer;
-use crate::convert::caller_id;
 use crate::prompts;
 use crate::resources::{Body, ProjectContent, ResourceUri};
 
@@ -65,8 +64,7 @@ impl AlembicServer {
 
     /// The overview is the overview tool's text, run as this client through the pipeline.
     async fn overview(&self, context: RequestContext<RoleServer>) -> Result<Body, ErrorData> {
-        let client = context.client_info().map(|i| i.name);
-        let caller = Caller::new(caller_id(client.as_deref()), self.allowlist());
+        let caller = self.caller_of(&context);
         let call = ToolCall::new(OVERVIEW_TOOL, json!({}), caller);
         let outcome = self.shared.pipeline.execute(call).await;
         if let Err(e) = self.flush_audit().await {

@@ -71,6 +71,26 @@ pub const DEFAULT_CONFIG: &str = r#"# Alembic project configuration. Every setti
 # id = "architecture"
 # tier_hint = 1
 
+[mcp.http]
+# Limits of `alembic mcp --http` (see README, "Serving a team over HTTP").
+# Largest request body in bytes (413 past it).
+# max_body_bytes = 4194304
+# Requests per minute per token, and the burst above that rate (429 with Retry-After past it).
+# rate_per_minute = 600
+# rate_burst = 60
+# Concurrent sessions (503 past it), and seconds without a request before a session closes.
+# max_sessions = 64
+# idle_timeout_secs = 1800
+# Seconds a client may take to send its headers, and its body.
+# read_timeout_secs = 30
+# OAuth 2.1: accept JWTs of this authorization server (RFC 9728 metadata is served).
+# [mcp.http.oauth]
+# issuer = "https://auth.example.com"
+# resource = "https://alembic.example.com/mcp"
+# audience = "https://alembic.example.com/mcp"   # default: resource
+# jwks_uri = "https://auth.example.com/jwks.json" # default: from the issuer's metadata
+# preset = "ide"                                  # default: the server's --preset
+
 # Override or add capabilities and presets:
 # [capabilities.my_review]
 # description = "review changes"
@@ -108,6 +128,8 @@ pub struct ProjectConfig {
     pub presets: PresetCatalog,
     /// `[bootstrap]`: dimensions to disable, override or add.
     pub bootstrap: alembic_bootstrap::BootstrapConfig,
+    /// `[mcp.http]`: limits and OAuth of `alembic mcp --http`.
+    pub mcp: crate::mcp_config::McpSection,
     pub raw: toml::Table,
 }
 
@@ -156,6 +178,14 @@ impl ProjectConfig {
         };
         alembic_bootstrap::dimensions::catalogue(&bootstrap)
             .map_err(|e| invalid(format!("[bootstrap]: {e}")))?;
+        let mcp: crate::mcp_config::McpSection = match raw.get("mcp") {
+            Some(v) => v
+                .clone()
+                .try_into()
+                .map_err(|e: toml::de::Error| invalid(format!("[mcp]: {e}")))?,
+            None => Default::default(),
+        };
+        mcp.http.validate().map_err(invalid)?;
         let mut presets = PresetCatalog::builtin();
         let mut overrides = toml::Table::new();
         for key in ["presets", "capabilities"] {
@@ -174,6 +204,7 @@ impl ProjectConfig {
             tools,
             presets,
             bootstrap,
+            mcp,
             raw,
         })
     }

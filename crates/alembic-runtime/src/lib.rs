@@ -30,6 +30,7 @@ pub use alembic_tools as tools;
 pub mod code_embedder;
 pub mod config;
 pub mod llm_provider;
+pub mod mcp_config;
 pub mod memory_config;
 mod rebuild;
 

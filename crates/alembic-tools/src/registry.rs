@@ -202,7 +202,14 @@ impl ToolRegistry {
             .into_iter()
             .filter(|n| allowlist.allows(n))
             .map(|n| {
-                let mut score = strsim::normalized_damerau_levenshtein(&wanted, &n);
+                // Past MAX_FUZZY the similarity to a name of at most 64 characters is below
+                // 0.4 anyway, and the quadratic distance of a megabyte-long name would stall
+                // the caller's thread for a minute (found by the MCP fuzz test).
+                let mut score = if wanted.len() <= MAX_FUZZY {
+                    strsim::normalized_damerau_levenshtein(&wanted, &n)
+                } else {
+                    0.0
+                };
                 if n.contains(&wanted) || wanted.contains(n.as_str()) {
                     score = score.max(0.7);
                 }
@@ -221,6 +228,9 @@ impl ToolRegistry {
             .collect()
     }
 }
+
+/// The longest name compared by edit distance in [`ToolRegistry::suggest`].
+const MAX_FUZZY: usize = 160;
 
 #[cfg(test)]
 mod tests {
@@ -354,5 +364,20 @@ mod tests {
             r.suggest("plan_tsk", &Allowlist::only(["read_project_file"]))
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn a_huge_name_is_answered_at_once_by_containment_only() {
+        let r = ToolRegistry::new();
+        r.register(tool("read_project_file", obj())).unwrap();
+        let huge = format!("{}read_project_file", "x".repeat(1_000_000));
+        let started = std::time::Instant::now();
+        assert_eq!(r.suggest(&huge, &Allowlist::All), vec!["read_project_file"]);
+        assert!(
+            r.suggest(&"y".repeat(1_000_000), &Allowlist::All)
+                .is_empty()
+        );
+        // Quadratic edit distance would take minutes here; containment takes milliseconds.
+        assert!(started.elapsed() < std::time::Duration::from_secs(10));
     }
 }

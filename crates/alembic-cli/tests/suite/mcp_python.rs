@@ -127,6 +127,11 @@ fn run_script(python: &Path, target: &[&str], mode: &str, surface: Option<&Path>
 /// Every call the client made left one audit record, in order, with the client's identity and
 /// a verdict matching what the client saw.
 fn assert_audited(project: &Path, report: &Value) {
+    assert_audited_as(project, report, CLIENT_CALLER);
+}
+
+/// As [`assert_audited`], for the caller `caller` (a token's `mcp:<name>`).
+fn assert_audited_as(project: &Path, report: &Value, caller: &str) {
     let calls = report["calls"].as_array().unwrap();
     let out = alembic(project)
         .args(["audit", "tail", "-n", "100", "--json"])
@@ -138,7 +143,7 @@ fn assert_audited(project: &Path, report: &Value) {
     let rows: Vec<Value> = serde_json::from_slice(&out).unwrap();
     let audited: Vec<(String, bool)> = rows
         .iter()
-        .filter(|r| r["caller"] == CLIENT_CALLER)
+        .filter(|r| r["caller"] == caller)
         .map(|r| {
             (
                 r["tool"].as_str().unwrap().to_string(),
@@ -196,6 +201,24 @@ fn python_client_over_stdio() {
         };
         assert_eq!(report["protocol"], expected_protocol);
         assert_audited(dir.path(), &report);
+    }
+}
+
+#[test]
+fn python_client_with_a_bearer_token_is_audited_as_the_token() {
+    let python = venv_python();
+    for mode in ["legacy", "auto"] {
+        let dir = project();
+        let token = super::mcp_http_cli::create_token(dir.path(), "py-team", "ide");
+        let server = super::mcp_http_cli::HttpServer::spawn(dir.path(), &["--http", "127.0.0.1:0"]);
+        let report = run_script(
+            &python,
+            &["--url", &server.url, "--bearer", &token],
+            mode,
+            None,
+        );
+        assert_audited_as(dir.path(), &report, "mcp:py-team");
+        drop(server);
     }
 }
 

@@ -3,7 +3,7 @@
 Run by crates/alembic-cli/tests/suite/mcp_python.rs, over stdio or streamable HTTP:
 
     python interop.py --stdio /path/to/alembic --project DIR [--mode legacy|auto]
-    python interop.py --url http://127.0.0.1:PORT/mcp [--mode legacy|auto]
+    python interop.py --url http://127.0.0.1:PORT/mcp [--mode legacy|auto] [--bearer TOKEN]
 
 The project must contain README.md with the word `needle_token`. The script checks what it can
 see as a client and prints one JSON object on stdout: the negotiated protocol version, the tool
@@ -191,9 +191,17 @@ async def main():
     parser.add_argument("--mode", default="legacy")
     parser.add_argument("--memory", action="store_true")
     parser.add_argument("--surface", metavar="PROJECT_DIR")
+    parser.add_argument("--bearer", metavar="TOKEN")
     args = parser.parse_args()
     if args.stdio:
         server = StdioServerParameters(command=args.stdio, args=["mcp", "--project", args.project])
+    elif args.bearer:
+        # A token-protected server: every request carries `Authorization: Bearer <token>`.
+        import httpx2
+        from mcp.client.streamable_http import streamable_http_client
+
+        headers = {"Authorization": f"Bearer {args.bearer}"}
+        server = streamable_http_client(args.url, http_client=httpx2.AsyncClient(headers=headers))
     else:
         server = args.url
     info = Implementation(name=CLIENT_NAME, version="1.0")

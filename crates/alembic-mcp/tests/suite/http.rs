@@ -2,7 +2,7 @@
 //! in a session (protocol 2025-06-18), and the client giving up the request (2026-07-28, which
 //! has no sessions).
 
-use alembic_mcp::{HttpEndpoint, MCP_PATH};
+use alembic_mcp::{HttpEndpoint, HttpOptions, MCP_PATH};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -10,43 +10,57 @@ use tokio_util::sync::CancellationToken;
 use super::support::{LIMIT, Signals, TestServer, within};
 use std::sync::Arc;
 
-const SESSION_HEADER: &str = "mcp-session-id";
+pub const SESSION_HEADER: &str = "mcp-session-id";
 
 /// An in-process HTTP server over the test registry; stops when dropped.
-struct HttpFixture {
-    url: String,
-    audit: tokio::sync::mpsc::UnboundedReceiver<alembic_tools::AuditEntry>,
-    signals: Arc<Signals>,
+pub struct HttpFixture {
+    pub url: String,
+    pub audit: tokio::sync::mpsc::UnboundedReceiver<alembic_tools::AuditEntry>,
+    pub signals: Arc<Signals>,
     shutdown: CancellationToken,
-    _dir: tempfile::TempDir,
+    pub dir: tempfile::TempDir,
 }
 
 impl HttpFixture {
     async fn start() -> HttpFixture {
+        Self::start_with(TestServer::new(), |_| HttpOptions::default()).await
+    }
+
+    /// Serves `test`'s server with the options `options` builds (it may use the temp dir).
+    pub async fn start_with(
+        test: TestServer,
+        options: impl FnOnce(&std::path::Path) -> HttpOptions,
+    ) -> HttpFixture {
         let TestServer {
             server,
             audit,
             signals,
             dir,
             ..
-        } = TestServer::new();
+        } = test;
+        let options = options(dir.path());
         let endpoint = HttpEndpoint::bind("127.0.0.1:0".parse().unwrap())
             .await
             .unwrap();
-        let url = format!("http://{}{MCP_PATH}", endpoint.local_addr);
+        let scheme = if options.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        let url = format!("{scheme}://{}{MCP_PATH}", endpoint.local_addr);
         let shutdown = CancellationToken::new();
         let stop = shutdown.clone();
-        tokio::spawn(async move { endpoint.serve(server, &[], stop).await.unwrap() });
+        tokio::spawn(async move { endpoint.serve_with(server, options, stop).await.unwrap() });
         HttpFixture {
             url,
             audit,
             signals,
             shutdown,
-            _dir: dir,
+            dir,
         }
     }
 
-    async fn audited(&mut self) -> alembic_tools::AuditEntry {
+    pub async fn audited(&mut self) -> alembic_tools::AuditEntry {
         within(LIMIT, "an audit record", self.audit.recv())
             .await
             .expect("the audit channel closed")
@@ -59,25 +73,28 @@ impl Drop for HttpFixture {
     }
 }
 
-/// One MCP client over HTTP: a session id once initialised, the protocol version in use.
-struct Client {
-    http: reqwest::Client,
-    url: String,
-    session: Option<String>,
+/// One MCP client over HTTP: a session id once initialised, the protocol version in use, and
+/// the bearer token it sends (if any).
+pub struct Client {
+    pub http: reqwest::Client,
+    pub url: String,
+    pub session: Option<String>,
     protocol: &'static str,
+    pub bearer: Option<String>,
 }
 
 impl Client {
-    fn new(url: &str, protocol: &'static str) -> Client {
+    pub fn new(url: &str, protocol: &'static str) -> Client {
         Client {
             http: reqwest::Client::new(),
             url: url.to_string(),
             session: None,
             protocol,
+            bearer: None,
         }
     }
 
-    fn post(&self, body: &Value) -> reqwest::RequestBuilder {
+    pub fn post(&self, body: &Value) -> reqwest::RequestBuilder {
         let mut req = self
             .http
             .post(&self.url)
@@ -87,6 +104,9 @@ impl Client {
             .body(body.to_string());
         if let Some(session) = &self.session {
             req = req.header(SESSION_HEADER, session);
+        }
+        if let Some(token) = &self.bearer {
+            req = req.bearer_auth(token);
         }
         // 2026-07-28 (SEP-2243) repeats the method and the tool's name in headers.
         if self.protocol >= "2026-07-28"
@@ -100,21 +120,21 @@ impl Client {
         req
     }
 
-    async fn send(&self, body: &Value) -> reqwest::Response {
+    pub async fn send(&self, body: &Value) -> reqwest::Response {
         within(LIMIT, "an HTTP response", self.post(body).send())
             .await
             .unwrap()
     }
 
     /// Posts a notification; the server accepts it with 202.
-    async fn notify(&self, method: &str, params: Value) {
+    pub async fn notify(&self, method: &str, params: Value) {
         let body = json!({"jsonrpc": "2.0", "method": method, "params": params});
         let resp = self.send(&body).await;
         assert_eq!(resp.status().as_u16(), 202, "{method}");
     }
 
     /// Posts a request and reads its answer from the JSON or event-stream body.
-    async fn request(&self, body: &Value) -> (Value, reqwest::header::HeaderMap) {
+    pub async fn request(&self, body: &Value) -> (Value, reqwest::header::HeaderMap) {
         let resp = self.send(body).await;
         assert_eq!(resp.status().as_u16(), 200, "{body}");
         let headers = resp.headers().clone();
@@ -128,7 +148,7 @@ impl Client {
     }
 
     /// Initialises a 2025-06-18 session.
-    async fn initialize(&mut self) {
+    pub async fn initialize(&mut self) {
         let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": self.protocol, "capabilities": {},
             "clientInfo": {"name": "http-test", "version": "1.0"}}});
@@ -144,7 +164,7 @@ impl Client {
 
 /// Reads the answer with `id` from a response body: plain JSON, or server-sent events whose
 /// `data` lines carry JSON-RPC messages (notifications and priming events are skipped).
-async fn answer(mut resp: reqwest::Response, id: &Value) -> Value {
+pub async fn answer(mut resp: reqwest::Response, id: &Value) -> Value {
     let is_json = resp
         .headers()
         .get("content-type")
@@ -179,7 +199,7 @@ async fn answer(mut resp: reqwest::Response, id: &Value) -> Value {
     }
 }
 
-fn call(id: Value, tool: &str, args: Value) -> Value {
+pub fn call(id: Value, tool: &str, args: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
         "params": {"name": tool, "arguments": args}})
 }

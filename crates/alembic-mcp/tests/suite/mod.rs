@@ -1,6 +1,9 @@
 mod calls;
 mod cancel_progress;
+mod fuzz_tools;
 mod http;
+mod http_auth;
+mod http_oauth;
 mod support;
 mod surface;
 mod transport;

@@ -261,13 +261,32 @@ fn cancelled_result() -> CallResult {
     )
 }
 
+/// Longest handler error text an outcome keeps. A handler that names its input in an error
+/// (an id, a path) must not turn a megabyte argument into a megabyte error for the model, the
+/// MCP client and the audit log (found by the MCP fuzz test). The middle is cut, so both the
+/// start (what was wrong) and the end (often what is accepted) survive.
+const MAX_ERROR_CHARS: usize = 1_000;
+
+fn bounded(text: String) -> String {
+    let chars = text.chars().count();
+    if chars <= MAX_ERROR_CHARS {
+        return text;
+    }
+    let head: String = text.chars().take(MAX_ERROR_CHARS / 2).collect();
+    let tail: String = text.chars().skip(chars - MAX_ERROR_CHARS / 2).collect();
+    let cut = text.len() - head.len() - tail.len();
+    format!("{head} …({cut} bytes cut)… {tail}")
+}
+
 fn from_tool_error(e: ToolError) -> CallResult {
     match e {
-        ToolError::Refused { reason, rule } => failed(OutcomeStatus::Blocked, reason, Some(rule)),
-        ToolError::Invalid(m) => failed(OutcomeStatus::InvalidArguments, m, None),
+        ToolError::Refused { reason, rule } => {
+            failed(OutcomeStatus::Blocked, bounded(reason), Some(rule))
+        }
+        ToolError::Invalid(m) => failed(OutcomeStatus::InvalidArguments, bounded(m), None),
         ToolError::Cancelled => failed(OutcomeStatus::Cancelled, "cancelled".into(), None),
         e @ (ToolError::Failed(_) | ToolError::NotFound(_)) => {
-            failed(OutcomeStatus::Error, e.to_string(), None)
+            failed(OutcomeStatus::Error, bounded(e.to_string()), None)
         }
     }
 }
@@ -316,5 +335,24 @@ fn outcome_from(call: &PreparedCall, result: CallResult, metadata: ToolMetadata)
         rule,
         suggestions: Vec::new(),
         metadata,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handler_errors_keep_their_start_and_end_and_say_how_much_was_cut() {
+        assert_eq!(bounded("short".into()), "short");
+        let long = format!(
+            "unknown dimension \"{}\"; accepted: a, b",
+            "é".repeat(5_000)
+        );
+        let cut = bounded(long.clone());
+        assert!(cut.starts_with("unknown dimension \"ééé"), "{cut}");
+        assert!(cut.ends_with("ééé\"; accepted: a, b"), "{cut}");
+        assert!(cut.contains(" …(8072 bytes cut)… "), "{cut}");
+        assert!(cut.chars().count() < MAX_ERROR_CHARS + 30);
     }
 }
