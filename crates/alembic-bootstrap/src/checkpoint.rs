@@ -252,19 +252,12 @@ impl CheckpointStore {
 }
 
 fn title_exists(conn: &Connection, title: &str) -> Result<bool, BootstrapError> {
-    let norm = alembic_knowledge::model::normalise_title(title);
-    let found: Option<String> = sql(conn
-        .query_row(
-            "select id from knowledge_entries where title_norm = ?1 and status != 'deprecated' limit 1",
-            params![norm],
-            |r| r.get(0),
-        )
-        .optional())?;
-    Ok(found.is_some())
+    Ok(KnowledgeStore::live_title_in(conn, title)?.is_some())
 }
 
 /// The knowledge entry of a finding: tagged with its dimension, evidence in `sources` and
-/// as `file:line` places in `extra.evidence`.
+/// as `file:line` places in `extra.evidence`. An LLM producer's entry keeps its own fields
+/// and gets the same marks (source, dimension tag, evidence).
 pub fn new_entry(dimension_id: &str, f: &Finding) -> NewEntry {
     let mut extra = serde_json::Map::new();
     extra.insert("source".into(), BOOTSTRAP_SOURCE.into());
@@ -275,6 +268,9 @@ pub fn new_entry(dimension_id: &str, f: &Finding) -> NewEntry {
     );
     let mut sources: Vec<String> = f.evidence.iter().map(|e| e.file.clone()).collect();
     sources.dedup();
+    if let Some(entry) = &f.entry {
+        return marked_entry(dimension_id, entry.clone(), extra, sources);
+    }
     NewEntry {
         title: f.title.clone(),
         description: f.summary.chars().take(200).collect(),
@@ -293,6 +289,34 @@ pub fn new_entry(dimension_id: &str, f: &Finding) -> NewEntry {
         sources,
         extra,
     }
+}
+
+/// `entry` (an LLM producer's submission) with the bootstrap marks: tags `bootstrap` and
+/// `dimension:<id>`, the dimension as category when it named none, the cited files that exist
+/// as sources, and `extra` merged in.
+fn marked_entry(
+    dimension_id: &str,
+    mut entry: NewEntry,
+    extra: serde_json::Map<String, serde_json::Value>,
+    sources: Vec<String>,
+) -> NewEntry {
+    for tag in [
+        BOOTSTRAP_SOURCE.to_string(),
+        format!("dimension:{dimension_id}"),
+    ] {
+        if !entry.tags.contains(&tag) {
+            entry.tags.push(tag);
+        }
+    }
+    if entry.category.trim().is_empty() {
+        entry.category = dimension_id.to_string();
+    }
+    if entry.rationale.trim().is_empty() {
+        entry.rationale = format!("Found by the LLM bootstrap ({dimension_id}).");
+    }
+    entry.sources = sources;
+    entry.extra.extend(extra);
+    entry
 }
 
 /// The memory of a dimension's distilled findings (`None` when there is nothing to keep).

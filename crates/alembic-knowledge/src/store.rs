@@ -151,6 +151,20 @@ impl KnowledgeStore {
         Ok(id)
     }
 
+    /// The live entry (anything not deprecated) titled `title` (compared normalised), as
+    /// `(id, status)`: the entry [`KnowledgeStore::create`] would refuse a duplicate of.
+    pub fn live_title(&self, title: &str) -> Result<Option<(String, Status)>, KnowledgeError> {
+        Self::live_title_in(&self.conn, title)
+    }
+
+    /// [`KnowledgeStore::live_title`] on `conn` (inside a caller's transaction).
+    pub fn live_title_in(
+        conn: &Connection,
+        title: &str,
+    ) -> Result<Option<(String, Status)>, KnowledgeError> {
+        live_title(conn, &normalise_title(title), None)
+    }
+
     /// Brings the knowledge schema of `conn` up to date (before a shared transaction).
     pub fn migrate(conn: &mut Connection) -> Result<(), KnowledgeError> {
         alembic_store::migrate(conn, COMPONENT, MIGRATIONS)?;

@@ -34,6 +34,10 @@ pub struct Finding {
     pub evidence: Vec<Evidence>,
     /// 1..=10.
     pub importance: u8,
+    /// The entry as an LLM producer submitted it (the LLM path); `None` for a measured
+    /// finding, whose entry is built from the fields above.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry: Option<alembic_knowledge::NewEntry>,
 }
 
 /// A line-level signal: lines matching `pattern` in sources of `languages` (all when empty).
@@ -130,6 +134,7 @@ fn finding_from_hits(facts: &Facts, s: &Signal, hits: &[Evidence], kt: &str) -> 
         language,
         evidence,
         importance: importance(hits.len()),
+        entry: None,
     }
 }
 

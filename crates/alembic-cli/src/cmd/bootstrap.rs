@@ -5,10 +5,10 @@
 use std::sync::{Arc, Mutex};
 
 use alembic_runtime::ProjectRuntime;
+use alembic_runtime::agent::AgentOptions;
 use alembic_runtime::base::lock;
 use alembic_runtime::bootstrap::plan::Tier;
-use alembic_runtime::bootstrap::{DimensionSummary, ProgressSink};
-use alembic_runtime::llm::{ConfigOverrides, load_provider_config};
+use alembic_runtime::bootstrap::{DimensionAnalyser, DimensionSummary, ProgressSink};
 use clap::Args;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use serde_json::json;
@@ -43,15 +43,19 @@ pub struct BootstrapArgs {
 
 pub fn run(args: BootstrapArgs) -> CmdResult {
     let rt = ProjectRuntime::open(&args.project.project)?;
-    if !args.no_llm && load_provider_config(&ConfigOverrides::default()).is_ok() {
-        eprintln!(
-            "note: an LLM provider is configured, but the LLM bootstrap is not wired yet; taking the deterministic path"
-        );
+    let analyser = if args.no_llm {
+        None
+    } else {
+        rt.bootstrap_analyser(AgentOptions::default())?
+    };
+    let bootstrap = &rt.services().bootstrap;
+    if let Some(analyser) = analyser {
+        bootstrap.set_analyser(Some(Arc::new(analyser) as Arc<dyn DimensionAnalyser>));
+    } else if !args.json && !args.no_llm {
+        eprintln!("no LLM provider configured: taking the deterministic path (no network)");
     }
     let bars = Arc::new(Bars::new(args.json));
-    rt.services()
-        .bootstrap
-        .set_progress(Some(Arc::clone(&bars) as Arc<dyn ProgressSink>));
+    bootstrap.set_progress(Some(Arc::clone(&bars) as Arc<dyn ProgressSink>));
     let mut call = json!({
         "force": args.force,
         "resume": args.resume,
@@ -60,8 +64,10 @@ pub fn run(args: BootstrapArgs) -> CmdResult {
     if !args.dimensions.is_empty() {
         call["dimensions"] = json!(args.dimensions);
     }
-    let result = call_as_cli(&rt, "bootstrap_knowledge", call)?;
-    rt.services().bootstrap.set_progress(None);
+    let result = call_as_cli(&rt, "bootstrap_knowledge", call);
+    bootstrap.set_progress(None);
+    bootstrap.set_analyser(None);
+    let result = result?;
     bars.clear();
     let output = match result {
         Ok(output) => output,
