@@ -146,7 +146,7 @@ impl Bootstrap {
                 return Err(dimensions::unknown(id, &catalogue));
             }
         }
-        progress.stage("scanning files and building the code graph");
+        progress.stage("scanning files, building the code graph, running the guard audit");
         let facts = Arc::new(self.gather(opts.max_files).await?);
         let store = CheckpointStore::open(&self.root, self.memory.clone())?;
         let (mut run, dims) = self.begin(store, &catalogue, &facts, opts)?;
