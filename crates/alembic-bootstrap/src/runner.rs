@@ -291,6 +291,8 @@ impl Bootstrap {
                     tier: tier.number,
                     status: DimensionStatus::Failed,
                     candidates: 0,
+                    revised: 0,
+                    kept: 0,
                     error: Some(e.to_string()),
                 },
             };
@@ -320,6 +322,8 @@ impl Bootstrap {
             tier,
             status,
             candidates,
+            revised: 0,
+            kept: 0,
             error: None,
         };
         if let Some(done) = run.done_before.get(&dim.id) {
@@ -383,6 +387,8 @@ impl Bootstrap {
             tier,
             status: DimensionStatus::Done,
             candidates: n,
+            revised: done.revised.len(),
+            kept: done.kept.len(),
             error: None,
         })
     }
