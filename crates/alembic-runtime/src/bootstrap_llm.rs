@@ -87,12 +87,22 @@ impl Middleware for StagedSubmissions {
         let Some(memory) = self.loops.get(&call.caller.id) else {
             return Ok(BeforeVerdict::Continue);
         };
-        let entry =
-            match alembic_knowledge::tools::check_submission(&self.knowledge, call.args.clone()) {
-                Ok(Ok(entry)) => entry,
-                Ok(Err(refusal)) => return Ok(BeforeVerdict::Respond(refusal)),
-                Err(e) => return Err(MiddlewareError(e.to_string())),
-            };
+        // A title bootstrap submitted in an earlier run and nobody reviewed yet is staged
+        // again: the checkpoint revises that candidate if its content changed.
+        let own_unreviewed = |e: &alembic_knowledge::Entry| {
+            e.created_by == alembic_bootstrap::checkpoint::BOOTSTRAP_SOURCE
+                && e.status == alembic_knowledge::Status::Submitted
+        };
+        let checked = alembic_knowledge::tools::check_submission(
+            &self.knowledge,
+            call.args.clone(),
+            &own_unreviewed,
+        );
+        let entry = match checked {
+            Ok(Ok(entry)) => entry,
+            Ok(Err(refusal)) => return Ok(BeforeVerdict::Respond(refusal)),
+            Err(e) => return Err(MiddlewareError(e.to_string())),
+        };
         let out = ToolOutput::new(
             json!({"status": "submitted", "staged": true, "title": entry.title}),
             format!(

@@ -3,6 +3,9 @@
 //! written with the bootstrap marks, and a provider error fails one dimension while the run
 //! goes on (and `--resume` retries it).
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use alembic_llm::ProviderKind;
 use alembic_llm::fake::{FAKE_API_KEY, FakeReply, FakeServer, FakeTurn, RecordedRequest};
 use assert_cmd::Command;
@@ -34,8 +37,9 @@ fn is_dimension(task: &str, id: &str) -> bool {
 }
 
 /// The scripted model. coding-standards always gets a 400 (a provider error). An analyst notes
-/// one finding, then reports; a producer submits one candidate, then ends.
-fn script(req: &RecordedRequest) -> FakeReply {
+/// one finding, then reports; a producer submits one candidate, then ends. With `revised`
+/// the candidates' text says more.
+fn script(req: &RecordedRequest, revised: bool) -> FakeReply {
     let task = task_of(req);
     let tools = req.offered_tools();
     if is_dimension(&task, "coding-standards") {
@@ -76,7 +80,7 @@ fn script(req: &RecordedRequest) -> FakeReply {
         "title": title,
         "description": format!("{title}."),
         "knowledgeType": "code-pattern",
-        "content": {"markdown": format!("{title}: PaymentCoordinator reaches payment data only through PaymentRepository."), "pattern": "protocol PaymentRepository { func load() }"},
+        "content": {"markdown": format!("{title}: PaymentCoordinator reaches payment data only through PaymentRepository.{}", if revised { " It never holds a RemotePaymentRepository." } else { "" }), "pattern": "protocol PaymentRepository { func load() }"},
         "sources": [source, "Payment/Missing.swift"]
     });
     FakeTurn::new()
@@ -145,7 +149,9 @@ fn status_of<'a>(report: &'a Value, id: &str) -> &'a Value {
 #[tokio::test(flavor = "multi_thread")]
 async fn bootstrap_takes_the_llm_path_with_a_provider_and_writes_through_checkpoints() {
     let server = FakeServer::start(ProviderKind::OpenAi).await.unwrap();
-    server.respond_with(script);
+    let revised = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&revised);
+    server.respond_with(move |r| script(r, flag.load(Ordering::SeqCst)));
     let (dir, home) = (project(), tempfile::tempdir().unwrap());
     let dims = "architecture,coding-standards,design-patterns";
     let mut c = cmd(dir.path(), home.path(), &server);
@@ -252,4 +258,42 @@ async fn bootstrap_takes_the_llm_path_with_a_provider_and_writes_through_checkpo
     assert_eq!(status_of(&resumed, "design-patterns")["status"], "resumed");
     assert_eq!(status_of(&resumed, "coding-standards")["status"], "failed");
     assert_eq!(resumed["candidates"], json!([]));
+
+    // architecture again, its candidate's text changed: the producer's submission of its own
+    // unreviewed title is accepted and revises that candidate (no new one)
+    revised.store(true, Ordering::SeqCst);
+    let before = server.requests().len();
+    let mut c = cmd(dir.path(), home.path(), &server);
+    c.args(["bootstrap", "--dimensions", "architecture", "--json"]);
+    let again = json_out(c).await;
+    let arch = status_of(&again, "architecture");
+    assert_eq!(
+        (arch["status"].as_str(), arch["revised"].as_u64()),
+        (Some("done"), Some(1))
+    );
+    assert_eq!(again["candidates"], json!([]));
+    let answers: Vec<String> = server.requests()[before..]
+        .iter()
+        .flat_map(|r| r.tool_results())
+        .collect();
+    assert!(
+        answers.iter().any(|a| a.contains(&format!(
+            "submitted \"{ARCH_TITLE}\" for review (stored when this dimension completes)"
+        ))),
+        "{answers:#?}"
+    );
+    let mut c = cmd(dir.path(), home.path(), &server);
+    c.args(["knowledge", "list", "--limit", "50", "--json"]);
+    let listed = json_out(c).await;
+    let entries = listed["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 2, "{listed}");
+    let arch = entries.iter().find(|e| e["title"] == ARCH_TITLE).unwrap();
+    assert_eq!(arch["extra"]["version"], 2, "{arch}");
+    assert!(
+        arch["content"]
+            .as_str()
+            .unwrap()
+            .contains("never holds a RemotePaymentRepository"),
+        "{arch}"
+    );
 }

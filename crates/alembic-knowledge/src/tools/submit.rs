@@ -119,12 +119,14 @@ fn store_candidate(
 }
 
 /// What `submit_knowledge` would store for `args`, checked as it checks (the fields, then a
-/// live entry with the same title), without storing anything: `Ok(Ok(entry))`, or
-/// `Ok(Err(refusal))` holding the answer the tool gives. The LLM bootstrap stages its
-/// producers' submissions with this and writes them with the dimension's checkpoint.
+/// live entry with the same title, unless `revisable` accepts that entry), without storing
+/// anything: `Ok(Ok(entry))`, or `Ok(Err(refusal))` holding the answer the tool gives. The
+/// LLM bootstrap stages its producers' submissions with this and writes them with the
+/// dimension's checkpoint (which revises its own candidates that await review).
 pub fn check_submission(
     kb: &KnowledgeService,
     args: Value,
+    revisable: &dyn Fn(&Entry) -> bool,
 ) -> Result<Result<NewEntry, ToolOutput>, ToolError> {
     let args: SubmitArgs = alembic_tools::parse_args(args)?;
     let new = args.submission.into_new_entry()?;
@@ -138,10 +140,15 @@ pub fn check_submission(
         )));
     }
     let title = new.title.clone();
-    if let Some((existing_id, status)) = kb.with(|kb| kb.live_title(&title))? {
+    let existing = kb.with(|kb| {
+        kb.live_title(&title)?
+            .map(|(id, status)| Ok((kb.get(&id)?, status)))
+            .transpose()
+    })?;
+    if let Some((entry, status)) = existing.filter(|(e, _)| !revisable(e)) {
         let e = KnowledgeError::DuplicateTitle {
+            existing_id: entry.id,
             title,
-            existing_id,
             status,
         };
         return Ok(Err(rejected(
