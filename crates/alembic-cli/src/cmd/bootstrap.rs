@@ -1,6 +1,8 @@
 //! `alembic bootstrap`: cold-start analysis of a project into knowledge candidates (for
 //! review with `alembic knowledge`) and memories. Runs the `bootstrap_knowledge` tool as
-//! caller `cli`, so the run is validated, policy-checked and audited like any tool call.
+//! caller `cli`, so the run is validated, policy-checked and audited like any tool call. With
+//! a provider configured and no `--no-llm`, the runtime's LLM analyser is set on the
+//! bootstrap service for this one call (the LLM path); otherwise the run is deterministic.
 
 use std::sync::{Arc, Mutex};
 
@@ -51,8 +53,8 @@ pub fn run(args: BootstrapArgs) -> CmdResult {
     let bootstrap = &rt.services().bootstrap;
     if let Some(analyser) = analyser {
         bootstrap.set_analyser(Some(Arc::new(analyser) as Arc<dyn DimensionAnalyser>));
-    } else if !args.json && !args.no_llm {
-        eprintln!("no LLM provider configured: taking the deterministic path (no network)");
+    } else if let (false, Err(why)) = (args.no_llm, &rt.services().llm) {
+        eprintln!("{}", deterministic_note(why));
     }
     let bars = Arc::new(Bars::new(args.json));
     bootstrap.set_progress(Some(Arc::clone(&bars) as Arc<dyn ProgressSink>));
@@ -82,6 +84,16 @@ pub fn run(args: BootstrapArgs) -> CmdResult {
         );
     }
     Ok(Exit::Ok)
+}
+
+/// Why the run takes the deterministic path although `--no-llm` was not given: one line when
+/// no provider is configured at all, the reason when a configured one cannot be used.
+fn deterministic_note(why: &str) -> String {
+    if why.starts_with("no llm provider is configured") {
+        "no LLM provider configured: taking the deterministic path (no network)".into()
+    } else {
+        format!("the LLM provider cannot be used ({why}); taking the deterministic path")
+    }
 }
 
 /// One bar per tier (dimensions done of the tier) and a spinner per running dimension, on

@@ -297,3 +297,31 @@ async fn bootstrap_takes_the_llm_path_with_a_provider_and_writes_through_checkpo
         "{arch}"
     );
 }
+
+#[test]
+fn without_a_provider_bootstrap_says_so_and_stays_deterministic() {
+    let (dir, home) = (project(), tempfile::tempdir().unwrap());
+    let mut cmd = alembic(dir.path());
+    for var in [
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "GEMINI_API_KEY",
+        "DEEPSEEK_API_KEY",
+    ] {
+        cmd.env_remove(var);
+    }
+    let out = cmd
+        .env("XDG_CONFIG_HOME", home.path())
+        .env("HOME", home.path())
+        .args(["bootstrap", "--dimensions", "architecture", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("no LLM provider configured: taking the deterministic path"),
+        "{stderr}"
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["llm"], false);
+}
