@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use alembic_context::{SessionStore, TierReflection};
+use alembic_context::{SessionFinding, SessionStore, TierReflection};
 
 use crate::dimensions::Dimension;
 use crate::error::BootstrapError;
@@ -38,6 +38,9 @@ pub struct DimensionOutcome {
     pub findings: Vec<Finding>,
     /// The distilled text of the dimension (becomes its memory and its session report).
     pub analysis: String,
+    /// Findings noted while analysing that are not candidates themselves (an LLM analyst's
+    /// `note_finding`s); they go into the session report ahead of the candidates' findings.
+    pub notes: Vec<SessionFinding>,
 }
 
 /// Analyses one dimension.
@@ -76,7 +79,11 @@ impl DimensionAnalyser for DeterministicAnalyser {
                 message: e.to_string(),
             })?;
         let analysis = distil(dim, &findings);
-        Ok(DimensionOutcome { findings, analysis })
+        Ok(DimensionOutcome {
+            findings,
+            analysis,
+            notes: Vec::new(),
+        })
     }
 }
 

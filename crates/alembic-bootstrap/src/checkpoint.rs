@@ -59,7 +59,12 @@ pub struct CandidateRecord {
 pub struct CompletedDimension {
     pub dimension_id: String,
     pub tier: u8,
+    /// New candidates (the only ones the checkpoint row keeps).
     pub candidates: Vec<CandidateRecord>,
+    /// Submitted candidates of an earlier run whose content or evidence changed, revised now.
+    pub revised: Vec<CandidateRecord>,
+    /// Titles whose candidate was reviewed already (or not written by bootstrap): left as is.
+    pub kept: Vec<String>,
     pub memories: usize,
     pub report: DimensionReport,
 }
@@ -160,6 +165,8 @@ impl CheckpointStore {
                     dimension_id,
                     tier,
                     candidates: serde_json::from_str(&cands)?,
+                    revised: Vec::new(),
+                    kept: Vec::new(),
                     memories: usize::try_from(memories).unwrap_or(0),
                     report: serde_json::from_str(&report)?,
                 })
@@ -185,9 +192,11 @@ impl CheckpointStore {
             .transpose()
     }
 
-    /// Writes a dimension's new candidates (status submitted, created by bootstrap), its
-    /// memory and its checkpoint row in one immediate transaction. A finding whose title a
-    /// live entry already has is not written again.
+    /// Writes a dimension's candidates, its memory and its checkpoint row in one immediate
+    /// transaction. A new title becomes a candidate (status submitted, created by bootstrap,
+    /// `extra.version` 1). A title bootstrap already submitted is revised when its content or
+    /// evidence changed (history row, version bumped) while nobody has reviewed it yet; a
+    /// reviewed one, or one somebody else wrote, is kept as it is.
     pub fn commit_dimension(
         &mut self,
         w: &DimensionWrite<'_>,
@@ -195,27 +204,21 @@ impl CheckpointStore {
         let tx = sql(self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate))?;
-        let mut candidates = Vec::new();
+        let (mut candidates, mut revised, mut kept) = (Vec::new(), Vec::new(), Vec::new());
         for f in w.findings {
-            if title_exists(&tx, &f.title)? {
-                continue;
-            }
-            let entry = new_entry(w.dimension_id, f);
-            let id = KnowledgeStore::create_in_transaction(
-                &tx,
-                &entry,
-                Status::Submitted,
-                BOOTSTRAP_SOURCE,
-                None,
-                w.now,
-            )?;
-            candidates.push(CandidateRecord {
+            let record = |id: String| CandidateRecord {
                 id,
                 title: f.title.clone(),
                 dimension: w.dimension_id.to_string(),
                 knowledge_type: f.knowledge_type.clone(),
                 evidence: f.evidence.clone(),
-            });
+            };
+            match write_finding(&tx, w, f)? {
+                Written::Created(id) => candidates.push(record(id)),
+                Written::Revised(id) => revised.push(record(id)),
+                Written::Kept => kept.push(f.title.clone()),
+                Written::Unchanged => {}
+            }
         }
         let memories = match &w.memory {
             Some(m) => {
@@ -245,26 +248,71 @@ impl CheckpointStore {
             dimension_id: w.dimension_id.to_string(),
             tier: w.tier,
             candidates,
+            revised,
+            kept,
             memories: usize::from(memories == 1),
             report: w.report.clone(),
         })
     }
 }
 
-fn title_exists(conn: &Connection, title: &str) -> Result<bool, BootstrapError> {
-    let norm = alembic_knowledge::model::normalise_title(title);
-    let found: Option<String> = sql(conn
-        .query_row(
-            "select id from knowledge_entries where title_norm = ?1 and status != 'deprecated' limit 1",
-            params![norm],
-            |r| r.get(0),
-        )
-        .optional())?;
-    Ok(found.is_some())
+/// What became of one finding.
+enum Written {
+    Created(String),
+    Revised(String),
+    Unchanged,
+    Kept,
+}
+
+/// The reason recorded in the history of a revised candidate.
+pub const REVISED_REASON: &str = "bootstrap re-run: the evidence changed";
+
+fn write_finding(
+    tx: &Connection,
+    w: &DimensionWrite<'_>,
+    f: &Finding,
+) -> Result<Written, BootstrapError> {
+    let mut entry = new_entry(w.dimension_id, f);
+    let Some((id, status)) = KnowledgeStore::live_title_in(tx, &f.title)? else {
+        entry.extra.insert("version".into(), 1.into());
+        let id = KnowledgeStore::create_in_transaction(
+            tx,
+            &entry,
+            Status::Submitted,
+            BOOTSTRAP_SOURCE,
+            None,
+            w.now,
+        )?;
+        return Ok(Written::Created(id));
+    };
+    let existing = KnowledgeStore::get_in(tx, &id)?;
+    if status != Status::Submitted || existing.created_by != BOOTSTRAP_SOURCE {
+        return Ok(Written::Kept);
+    }
+    let evidence = |e: &serde_json::Map<String, serde_json::Value>| e.get("evidence").cloned();
+    if existing.content == entry.content && evidence(&existing.extra) == evidence(&entry.extra) {
+        return Ok(Written::Unchanged);
+    }
+    let version = existing
+        .extra
+        .get("version")
+        .and_then(serde_json::Value::as_u64)
+        .unwrap_or(1);
+    entry.extra.insert("version".into(), (version + 1).into());
+    KnowledgeStore::revise_in_transaction(
+        tx,
+        &id,
+        &entry,
+        BOOTSTRAP_SOURCE,
+        REVISED_REASON,
+        w.now,
+    )?;
+    Ok(Written::Revised(id))
 }
 
 /// The knowledge entry of a finding: tagged with its dimension, evidence in `sources` and
-/// as `file:line` places in `extra.evidence`.
+/// as `file:line` places in `extra.evidence`. An LLM producer's entry keeps its own fields
+/// and gets the same marks (source, dimension tag, evidence).
 pub fn new_entry(dimension_id: &str, f: &Finding) -> NewEntry {
     let mut extra = serde_json::Map::new();
     extra.insert("source".into(), BOOTSTRAP_SOURCE.into());
@@ -275,6 +323,9 @@ pub fn new_entry(dimension_id: &str, f: &Finding) -> NewEntry {
     );
     let mut sources: Vec<String> = f.evidence.iter().map(|e| e.file.clone()).collect();
     sources.dedup();
+    if let Some(entry) = &f.entry {
+        return marked_entry(dimension_id, entry.clone(), extra, sources);
+    }
     NewEntry {
         title: f.title.clone(),
         description: f.summary.chars().take(200).collect(),
@@ -293,6 +344,34 @@ pub fn new_entry(dimension_id: &str, f: &Finding) -> NewEntry {
         sources,
         extra,
     }
+}
+
+/// `entry` (an LLM producer's submission) with the bootstrap marks: tags `bootstrap` and
+/// `dimension:<id>`, the dimension as category when it named none, the cited files that exist
+/// as sources, and `extra` merged in.
+fn marked_entry(
+    dimension_id: &str,
+    mut entry: NewEntry,
+    extra: serde_json::Map<String, serde_json::Value>,
+    sources: Vec<String>,
+) -> NewEntry {
+    for tag in [
+        BOOTSTRAP_SOURCE.to_string(),
+        format!("dimension:{dimension_id}"),
+    ] {
+        if !entry.tags.contains(&tag) {
+            entry.tags.push(tag);
+        }
+    }
+    if entry.category.trim().is_empty() {
+        entry.category = dimension_id.to_string();
+    }
+    if entry.rationale.trim().is_empty() {
+        entry.rationale = format!("Found by the LLM bootstrap ({dimension_id}).");
+    }
+    entry.sources = sources;
+    entry.extra.extend(extra);
+    entry
 }
 
 /// The memory of a dimension's distilled findings (`None` when there is nothing to keep).

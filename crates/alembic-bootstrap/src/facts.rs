@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::detect::{self, ProjectProfile};
 use crate::error::BootstrapError;
+use crate::extract::guard::GuardAudit;
 
 /// Files above this size are not read (generated or vendored blobs).
 const MAX_FILE_BYTES: u64 = 1024 * 1024;
@@ -53,6 +54,27 @@ pub struct Facts {
     pub files: Vec<SourceFile>,
     pub graph: Arc<ProjectGraph>,
     pub profile: ProjectProfile,
+    /// The guard audit over the non-test sources (after the topology).
+    pub guard: GuardAudit,
+}
+
+/// The agent guideline files of the project (AGENTS.md, CLAUDE.md, Cursor and Copilot rules)
+/// as scanned files without a language, so their lines can be cited and fingerprinted.
+fn guideline_files(root: &Path) -> Vec<SourceFile> {
+    crate::extract::guidelines::find(root)
+        .into_iter()
+        .filter_map(|path| {
+            let abs = root.join(&path);
+            let small = std::fs::metadata(&abs).is_ok_and(|m| m.len() <= MAX_FILE_BYTES);
+            let text = std::fs::read_to_string(&abs).ok().filter(|_| small)?;
+            Some(SourceFile {
+                language: None,
+                is_test: false,
+                path,
+                text,
+            })
+        })
+        .collect()
 }
 
 const MANIFEST_NAMES: &[&str] = &[
@@ -122,13 +144,17 @@ impl Facts {
                 text,
             });
         }
+        files.extend(guideline_files(root));
+        files.sort_by(|a, b| a.path.cmp(&b.path));
         let graph = code.graph()?;
         let profile = detect::detect(&files);
+        let guard = crate::extract::guard::audit(root, &files)?;
         Ok(Facts {
             root: root.to_path_buf(),
             files,
             graph,
             profile,
+            guard,
         })
     }
 

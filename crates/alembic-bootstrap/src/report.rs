@@ -39,6 +39,12 @@ pub struct DimensionSummary {
     pub status: DimensionStatus,
     /// New candidates this dimension wrote (in this run, or in the resumed run).
     pub candidates: usize,
+    /// Its submitted candidates revised because their evidence changed.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub revised: usize,
+    /// Its candidates left as they are because someone reviewed them already.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub kept: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
@@ -74,8 +80,12 @@ impl BootstrapReport {
             "candidates"
         );
         for d in &self.dimensions {
+            let changes = match (d.revised, d.kept) {
+                (0, 0) => String::new(),
+                (r, k) => format!("  ({r} revised, {k} kept as reviewed)"),
+            };
             out.push_str(&format!(
-                "{:<26} {:>4}  {:<8} {:>10}{}\n",
+                "{:<26} {:>4}  {:<8} {:>10}{changes}{}\n",
                 d.id,
                 d.tier,
                 d.status.as_str(),
@@ -99,6 +109,10 @@ impl BootstrapReport {
         ));
         out
     }
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 fn or_none(v: &[String]) -> String {

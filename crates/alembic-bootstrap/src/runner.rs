@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use alembic_base::Clock;
 use alembic_code::CodeService;
-use alembic_context::{DimensionReport, SessionFinding, SessionStore, TierReflection};
+use alembic_context::{
+    CandidateSummary, DimensionReport, SessionFinding, SessionStore, TierReflection,
+};
 use alembic_memory::MemoryConfig;
 use futures::StreamExt;
 use sha2::{Digest, Sha256};
@@ -61,6 +63,9 @@ pub struct Bootstrap {
     pub clock: Arc<dyn Clock>,
     /// Where runs started through the tool report progress (the CLI's bars).
     progress: RwLock<Option<Arc<dyn ProgressSink>>>,
+    /// The analyser of runs started through the tool (the CLI's LLM analyser); `None`: the
+    /// deterministic one.
+    analyser: RwLock<Option<Arc<dyn DimensionAnalyser>>>,
 }
 
 impl std::fmt::Debug for Bootstrap {
@@ -86,6 +91,7 @@ impl Bootstrap {
             config,
             clock: Arc::new(alembic_base::SystemClock),
             progress: RwLock::new(None),
+            analyser: RwLock::new(None),
         }
     }
 
@@ -97,6 +103,18 @@ impl Bootstrap {
     /// The sink set with [`Bootstrap::set_progress`].
     pub fn progress(&self) -> Option<Arc<dyn ProgressSink>> {
         alembic_base::read(&self.progress).clone()
+    }
+
+    /// Makes later tool-started runs analyse with `analyser` (`None`: the deterministic
+    /// analyser). The CLI sets its LLM analyser here for one run, so the LLM path goes through
+    /// the audited `bootstrap_knowledge` call like the deterministic one.
+    pub fn set_analyser(&self, analyser: Option<Arc<dyn DimensionAnalyser>>) {
+        *alembic_base::write(&self.analyser) = analyser;
+    }
+
+    /// The analyser set with [`Bootstrap::set_analyser`].
+    pub fn analyser(&self) -> Option<Arc<dyn DimensionAnalyser>> {
+        alembic_base::read(&self.analyser).clone()
     }
 }
 
@@ -128,7 +146,7 @@ impl Bootstrap {
                 return Err(dimensions::unknown(id, &catalogue));
             }
         }
-        progress.stage("scanning files and building the code graph");
+        progress.stage("scanning files, building the code graph, running the guard audit");
         let facts = Arc::new(self.gather(opts.max_files).await?);
         let store = CheckpointStore::open(&self.root, self.memory.clone())?;
         let (mut run, dims) = self.begin(store, &catalogue, &facts, opts)?;
@@ -273,6 +291,8 @@ impl Bootstrap {
                     tier: tier.number,
                     status: DimensionStatus::Failed,
                     candidates: 0,
+                    revised: 0,
+                    kept: 0,
                     error: Some(e.to_string()),
                 },
             };
@@ -302,6 +322,8 @@ impl Bootstrap {
             tier,
             status,
             candidates,
+            revised: 0,
+            kept: 0,
             error: None,
         };
         if let Some(done) = run.done_before.get(&dim.id) {
@@ -365,6 +387,8 @@ impl Bootstrap {
             tier,
             status: DimensionStatus::Done,
             candidates: n,
+            revised: done.revised.len(),
+            kept: done.kept.len(),
             error: None,
         })
     }
@@ -381,17 +405,30 @@ fn session_report(
         completed_at_ms: u64::try_from(now).unwrap_or(0),
         analysis_text: outcome.analysis.clone(),
         findings: outcome
+            .notes
+            .iter()
+            .cloned()
+            .chain(outcome.findings.iter().map(|f| {
+                SessionFinding {
+                    finding: f.summary.clone(),
+                    evidence: f
+                        .evidence
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    importance: f.importance,
+                }
+            }))
+            .collect(),
+        // Every title the dimension produced (new or already known): SubmitDedup refuses
+        // them in later dimensions of the run, also after a resume.
+        candidates: outcome
             .findings
             .iter()
-            .map(|f| SessionFinding {
-                finding: f.summary.clone(),
-                evidence: f
-                    .evidence
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                importance: f.importance,
+            .map(|f| CandidateSummary {
+                title: f.title.clone(),
+                ..CandidateSummary::default()
             })
             .collect(),
         referenced_files: files.to_vec(),

@@ -15,8 +15,9 @@ use crate::runner::{Bootstrap, BootstrapOptions, NoProgress};
 /// Tool name.
 pub const BOOTSTRAP_KNOWLEDGE: &str = "bootstrap_knowledge";
 
-/// A whole bootstrap of a large tree takes a while; the pipeline's default limit is too short.
-const TIMEOUT: Duration = Duration::from_secs(900);
+/// A whole bootstrap of a large tree takes a while, and the CLI's LLM analyser runs an agent
+/// per dimension inside this one call; the pipeline's default limit is far too short.
+const TIMEOUT: Duration = Duration::from_secs(4 * 3600);
 
 fn default_max_files() -> i64 {
     2000
@@ -80,8 +81,11 @@ async fn run(bootstrap: &Bootstrap, args: BootstrapArgs) -> Result<ToolOutput, T
         pause_after: pause_hook(),
     };
     let sink = bootstrap.progress().unwrap_or_else(|| Arc::new(NoProgress));
+    let analyser = bootstrap
+        .analyser()
+        .unwrap_or_else(|| Arc::new(DeterministicAnalyser));
     let report = bootstrap
-        .run(&DeterministicAnalyser, &opts, sink.as_ref())
+        .run(analyser.as_ref(), &opts, sink.as_ref())
         .await
         .map_err(|e| match e {
             BootstrapError::UnknownDimension { .. } | BootstrapError::NothingToResume => {

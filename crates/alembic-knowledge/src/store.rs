@@ -151,6 +151,51 @@ impl KnowledgeStore {
         Ok(id)
     }
 
+    /// The live entry (anything not deprecated) titled `title` (compared normalised), as
+    /// `(id, status)`: the entry [`KnowledgeStore::create`] would refuse a duplicate of.
+    pub fn live_title(&self, title: &str) -> Result<Option<(String, Status)>, KnowledgeError> {
+        Self::live_title_in(&self.conn, title)
+    }
+
+    /// [`KnowledgeStore::live_title`] on `conn` (inside a caller's transaction).
+    pub fn live_title_in(
+        conn: &Connection,
+        title: &str,
+    ) -> Result<Option<(String, Status)>, KnowledgeError> {
+        live_title(conn, &normalise_title(title), None)
+    }
+
+    /// Replaces the fields of `id`, which must still be `submitted` (not reviewed yet), with
+    /// `new` on `conn` inside the caller's transaction, and records the revision in its history
+    /// (a submitted → submitted row by `by` with `reason`). For writers that revise their own
+    /// candidates together with rows of their own (bootstrap re-runs whose evidence changed).
+    pub fn revise_in_transaction(
+        conn: &Connection,
+        id: &str,
+        new: &NewEntry,
+        by: &str,
+        reason: &str,
+        now: i64,
+    ) -> Result<(), KnowledgeError> {
+        let status = status_in(conn, id)?;
+        if status != Status::Submitted {
+            return Err(KnowledgeError::NotEditable {
+                id: id.to_string(),
+                status,
+            });
+        }
+        if let Some((existing_id, st)) = live_title(conn, &normalise_title(&new.title), Some(id))? {
+            return Err(KnowledgeError::DuplicateTitle {
+                title: new.title.clone(),
+                existing_id,
+                status: st,
+            });
+        }
+        update_entry(conn, id, new, None, now)?;
+        insert_history(conn, id, Some(status), status, now, by, Some(reason))?;
+        Ok(())
+    }
+
     /// Brings the knowledge schema of `conn` up to date (before a shared transaction).
     pub fn migrate(conn: &mut Connection) -> Result<(), KnowledgeError> {
         alembic_store::migrate(conn, COMPONENT, MIGRATIONS)?;
@@ -159,14 +204,18 @@ impl KnowledgeStore {
 
     /// The entry with `id`.
     pub fn get(&self, id: &str) -> Result<Entry, KnowledgeError> {
-        self.conn
-            .query_row(
-                &format!("select {COLUMNS} from knowledge_entries where id = ?1"),
-                [id],
-                entry_from_row,
-            )
-            .optional()?
-            .ok_or_else(|| KnowledgeError::NotFound { id: id.to_string() })
+        Self::get_in(&self.conn, id)
+    }
+
+    /// [`KnowledgeStore::get`] on `conn` (inside a caller's transaction).
+    pub fn get_in(conn: &Connection, id: &str) -> Result<Entry, KnowledgeError> {
+        conn.query_row(
+            &format!("select {COLUMNS} from knowledge_entries where id = ?1"),
+            [id],
+            entry_from_row,
+        )
+        .optional()?
+        .ok_or_else(|| KnowledgeError::NotFound { id: id.to_string() })
     }
 
     /// Whether an entry with `id` exists.

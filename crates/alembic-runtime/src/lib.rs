@@ -27,6 +27,7 @@ pub use alembic_skills as skills;
 pub use alembic_store as store;
 pub use alembic_tools as tools;
 
+pub mod bootstrap_llm;
 pub mod code_embedder;
 pub mod config;
 pub mod llm_provider;
@@ -305,6 +306,37 @@ impl ProjectRuntime {
     pub fn agent(
         &self,
         provider: Arc<dyn alembic_llm::LlmProvider>,
+        options: alembic_agent::AgentOptions,
+    ) -> Result<alembic_agent::AgentRuntime, RuntimeError> {
+        self.agent_on(self.pipeline_builder(), provider, options)
+    }
+
+    /// The LLM analyser of `alembic bootstrap` ([`bootstrap_llm`]): the project's agent on the
+    /// configured provider, whose pipeline also stages the producers' submissions so that the
+    /// bootstrap runner writes them with each dimension's checkpoint. `None` when no provider
+    /// is configured (the deterministic path then applies).
+    pub fn bootstrap_analyser(
+        &self,
+        options: alembic_agent::AgentOptions,
+    ) -> Result<Option<bootstrap_llm::LlmAnalyser>, RuntimeError> {
+        let Ok(provider) = &self.services.llm else {
+            return Ok(None);
+        };
+        let staging = Arc::new(bootstrap_llm::StagedSubmissions::new(
+            Arc::clone(&self.services.knowledge),
+            Arc::clone(&self.services.loops),
+        ));
+        let builder = self
+            .pipeline_builder()
+            .middleware(Arc::clone(&staging) as Arc<dyn alembic_tools::Middleware>);
+        let agent = self.agent_on(builder, Arc::clone(provider), options)?;
+        Ok(Some(bootstrap_llm::LlmAnalyser::new(agent, staging)))
+    }
+
+    fn agent_on(
+        &self,
+        builder: alembic_tools::PipelineBuilder,
+        provider: Arc<dyn alembic_llm::LlmProvider>,
         mut options: alembic_agent::AgentOptions,
     ) -> Result<alembic_agent::AgentRuntime, RuntimeError> {
         let settings = memory_config::memory_settings(&self.config)?.agent;
@@ -313,7 +345,7 @@ impl ProjectRuntime {
         }
         options.extract_from_conversations &= settings.extract_from_conversations;
         let tools = alembic_agent::AgentTools::build(
-            self.pipeline_builder(),
+            builder,
             Arc::clone(&self.services.loops),
             self.safety(),
             self.config.presets.clone(),

@@ -76,6 +76,7 @@ fn layers(facts: &Facts) -> Option<Finding> {
         language: facts.profile.primary_language().unwrap_or("").into(),
         evidence: shown,
         importance: 8,
+        entry: None,
     })
 }
 
@@ -103,6 +104,7 @@ fn cycles(facts: &Facts) -> Vec<Finding> {
             language: facts.profile.primary_language().unwrap_or("").into(),
             evidence: shown,
             importance: 7,
+            entry: None,
         });
     }
     out
@@ -144,5 +146,6 @@ fn entry_points(facts: &Facts) -> Option<Finding> {
         language: facts.profile.primary_language().unwrap_or("").into(),
         evidence: shown,
         importance: importance(evidence.len()).max(6),
+        entry: None,
     })
 }

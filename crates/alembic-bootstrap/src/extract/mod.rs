@@ -10,12 +10,15 @@ use crate::facts::{Evidence, Facts, spread};
 pub mod architecture;
 pub mod concurrency;
 pub mod errors;
+pub mod guard;
+pub mod guidelines;
 pub mod idioms;
 pub mod logging;
 pub mod networking;
 pub mod patterns;
 pub mod standards;
 pub mod testing;
+pub mod topics;
 
 /// Evidence places shown per finding.
 pub const EVIDENCE_SHOWN: usize = 5;
@@ -34,6 +37,10 @@ pub struct Finding {
     pub evidence: Vec<Evidence>,
     /// 1..=10.
     pub importance: u8,
+    /// The entry as an LLM producer submitted it (the LLM path); `None` for a measured
+    /// finding, whose entry is built from the fields above.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry: Option<alembic_knowledge::NewEntry>,
 }
 
 /// A line-level signal: lines matching `pattern` in sources of `languages` (all when empty).
@@ -58,7 +65,10 @@ pub fn has_extractor(id: &str) -> bool {
             | "networking-api"
             | "observability-logging"
             | "testing-quality"
+            | "agent-guidelines"
+            | "security-auth"
     ) || idioms::signals_for(id).is_some()
+        || topics::signals_for(id).is_some()
 }
 
 /// Runs the extractor of `dim` (none → no findings).
@@ -70,7 +80,7 @@ pub fn run(dim: &Dimension, facts: &Facts) -> Vec<Finding> {
             .cloned()
             .unwrap_or_else(|| "best-practice".into())
     };
-    match dim.id.as_str() {
+    let mut found = match dim.id.as_str() {
         "architecture" => architecture::extract(facts),
         "design-patterns" => patterns::extract(facts),
         "coding-standards" => standards::extract(facts),
@@ -79,10 +89,15 @@ pub fn run(dim: &Dimension, facts: &Facts) -> Vec<Finding> {
         "networking-api" => from_signals(facts, networking::SIGNALS, &kt(0)),
         "observability-logging" => from_signals(facts, logging::SIGNALS, &kt(0)),
         "testing-quality" => testing::extract(facts),
+        "agent-guidelines" => guidelines::extract(facts, &kt(0)),
         id => idioms::signals_for(id)
+            .or_else(|| topics::signals_for(id))
             .map(|s| from_signals(facts, s, &kt(0)))
             .unwrap_or_default(),
-    }
+    };
+    // The guard audit's violations feed the dimension each rule is about.
+    found.extend(guard::extract(facts, &dim.id, &kt(0)));
+    found
 }
 
 /// One finding per signal with at least `min_hits` matching lines.
@@ -130,6 +145,7 @@ fn finding_from_hits(facts: &Facts, s: &Signal, hits: &[Evidence], kt: &str) -> 
         language,
         evidence,
         importance: importance(hits.len()),
+        entry: None,
     }
 }
 

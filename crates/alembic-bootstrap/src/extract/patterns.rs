@@ -91,6 +91,7 @@ fn finding(facts: &Facts, name: &str, kt: &str, hits: Vec<(String, Evidence)>) -
             .into(),
         evidence: shown,
         importance: importance(types.len()).max(6),
+        entry: None,
     })
 }
 

@@ -169,5 +169,6 @@ fn make(facts: &Facts, title: &str, summary: String, hits: &[Evidence], kt: &str
         language: facts.profile.primary_language().unwrap_or("").into(),
         evidence: shown,
         importance: importance(hits.len()),
+        entry: None,
     }
 }

@@ -93,6 +93,7 @@ pub fn extract(facts: &Facts) -> Vec<Finding> {
                 language: facts.profile.primary_language().unwrap_or("").into(),
                 evidence: shown,
                 importance: importance(tests.len() + inline.len()),
+                entry: None,
             });
         }
     }
@@ -133,6 +134,7 @@ fn test_frameworks(facts: &Facts) -> Vec<Finding> {
                 language: s.languages[0].into(),
                 evidence: shown,
                 importance: importance(hits.len()),
+                entry: None,
             });
         }
     }

@@ -1,14 +1,16 @@
 //! `alembic bootstrap`: cold-start analysis of a project into knowledge candidates (for
 //! review with `alembic knowledge`) and memories. Runs the `bootstrap_knowledge` tool as
-//! caller `cli`, so the run is validated, policy-checked and audited like any tool call.
+//! caller `cli`, so the run is validated, policy-checked and audited like any tool call. With
+//! a provider configured and no `--no-llm`, the runtime's LLM analyser is set on the
+//! bootstrap service for this one call (the LLM path); otherwise the run is deterministic.
 
 use std::sync::{Arc, Mutex};
 
 use alembic_runtime::ProjectRuntime;
+use alembic_runtime::agent::AgentOptions;
 use alembic_runtime::base::lock;
 use alembic_runtime::bootstrap::plan::Tier;
-use alembic_runtime::bootstrap::{DimensionSummary, ProgressSink};
-use alembic_runtime::llm::{ConfigOverrides, load_provider_config};
+use alembic_runtime::bootstrap::{DimensionAnalyser, DimensionSummary, ProgressSink};
 use clap::Args;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use serde_json::json;
@@ -43,15 +45,19 @@ pub struct BootstrapArgs {
 
 pub fn run(args: BootstrapArgs) -> CmdResult {
     let rt = ProjectRuntime::open(&args.project.project)?;
-    if !args.no_llm && load_provider_config(&ConfigOverrides::default()).is_ok() {
-        eprintln!(
-            "note: an LLM provider is configured, but the LLM bootstrap is not wired yet; taking the deterministic path"
-        );
+    let analyser = if args.no_llm {
+        None
+    } else {
+        rt.bootstrap_analyser(AgentOptions::default())?
+    };
+    let bootstrap = &rt.services().bootstrap;
+    if let Some(analyser) = analyser {
+        bootstrap.set_analyser(Some(Arc::new(analyser) as Arc<dyn DimensionAnalyser>));
+    } else if let (false, Err(why)) = (args.no_llm, &rt.services().llm) {
+        eprintln!("{}", deterministic_note(why));
     }
     let bars = Arc::new(Bars::new(args.json));
-    rt.services()
-        .bootstrap
-        .set_progress(Some(Arc::clone(&bars) as Arc<dyn ProgressSink>));
+    bootstrap.set_progress(Some(Arc::clone(&bars) as Arc<dyn ProgressSink>));
     let mut call = json!({
         "force": args.force,
         "resume": args.resume,
@@ -60,8 +66,10 @@ pub fn run(args: BootstrapArgs) -> CmdResult {
     if !args.dimensions.is_empty() {
         call["dimensions"] = json!(args.dimensions);
     }
-    let result = call_as_cli(&rt, "bootstrap_knowledge", call)?;
-    rt.services().bootstrap.set_progress(None);
+    let result = call_as_cli(&rt, "bootstrap_knowledge", call);
+    bootstrap.set_progress(None);
+    bootstrap.set_analyser(None);
+    let result = result?;
     bars.clear();
     let output = match result {
         Ok(output) => output,
@@ -76,6 +84,16 @@ pub fn run(args: BootstrapArgs) -> CmdResult {
         );
     }
     Ok(Exit::Ok)
+}
+
+/// Why the run takes the deterministic path although `--no-llm` was not given: one line when
+/// no provider is configured at all, the reason when a configured one cannot be used.
+fn deterministic_note(why: &str) -> String {
+    if why.starts_with("no llm provider is configured") {
+        "no LLM provider configured: taking the deterministic path (no network)".into()
+    } else {
+        format!("the LLM provider cannot be used ({why}); taking the deterministic path")
+    }
 }
 
 /// One bar per tier (dimensions done of the tier) and a spinner per running dimension, on

@@ -1,6 +1,7 @@
 mod agent_cli;
 mod audit_cli;
 mod bootstrap_cli;
+mod bootstrap_llm_cli;
 mod forge_cli;
 mod hostile_corpus;
 mod index_cli;

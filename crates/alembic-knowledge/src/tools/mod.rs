@@ -31,6 +31,7 @@ use alembic_tools::{
 };
 
 pub use analysis::{ANALYSIS_TOOL_NAMES, ProviderSlot, register_analysis_tools};
+pub use submit::check_submission;
 
 use crate::error::KnowledgeError;
 use crate::guard::{GuardRules, PROJECT_RULES_PATH};

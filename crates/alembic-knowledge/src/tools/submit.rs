@@ -118,6 +118,49 @@ fn store_candidate(
     }
 }
 
+/// What `submit_knowledge` would store for `args`, checked as it checks (the fields, then a
+/// live entry with the same title, unless `revisable` accepts that entry), without storing
+/// anything: `Ok(Ok(entry))`, or `Ok(Err(refusal))` holding the answer the tool gives. The
+/// LLM bootstrap stages its producers' submissions with this and writes them with the
+/// dimension's checkpoint (which revises its own candidates that await review).
+pub fn check_submission(
+    kb: &KnowledgeService,
+    args: Value,
+    revisable: &dyn Fn(&Entry) -> bool,
+) -> Result<Result<NewEntry, ToolOutput>, ToolError> {
+    let args: SubmitArgs = alembic_tools::parse_args(args)?;
+    let new = args.submission.into_new_entry()?;
+    let v = validate(&new);
+    if !v.is_valid() {
+        return Ok(Err(rejected(
+            "validation_failed",
+            v.errors,
+            v.warnings,
+            json!({}),
+        )));
+    }
+    let title = new.title.clone();
+    let existing = kb.with(|kb| {
+        kb.live_title(&title)?
+            .map(|(id, status)| Ok((kb.get(&id)?, status)))
+            .transpose()
+    })?;
+    if let Some((entry, status)) = existing.filter(|(e, _)| !revisable(e)) {
+        let e = KnowledgeError::DuplicateTitle {
+            existing_id: entry.id,
+            title,
+            status,
+        };
+        return Ok(Err(rejected(
+            "duplicate_title",
+            vec![e.to_string()],
+            v.warnings,
+            json!({}),
+        )));
+    }
+    Ok(Ok(new))
+}
+
 fn submitted(entry: &Entry, warnings: Vec<String>, extra: Value) -> ToolOutput {
     let mut data = json!({
         "status": entry.status, "id": entry.id, "title": entry.title,
