@@ -195,9 +195,7 @@ fn dimension_run(
         stages: Vec::new(),
     };
     for o in outcomes {
-        run.usage.input_tokens += o.usage.input_tokens;
-        run.usage.output_tokens += o.usage.output_tokens;
-        run.usage.requests += o.usage.requests;
+        run.usage.absorb(&o.usage);
         run.tool_calls += o.tool_calls.len();
         for call in o.tool_calls.iter().filter(|c| is_submit(&c.name)) {
             let title = call.arguments.get("title").and_then(|t| t.as_str());
