@@ -29,6 +29,7 @@
 pub mod calls;
 pub mod extract;
 pub mod files;
+pub mod focus;
 pub mod graph;
 pub mod index;
 pub mod language;
@@ -44,7 +45,9 @@ pub mod walk;
 pub use calls::{CallEdge, Resolution};
 pub use extract::{ParseError, summarize};
 pub use graph::{MethodInfo, ProjectGraph, TypeInfo};
-pub use index::{CodeIndex, IndexChanges, IndexError, IndexPlan, IndexReport, Progress};
+pub use index::{
+    CodeIndex, IndexChanges, IndexError, IndexPhase, IndexPlan, IndexReport, Progress,
+};
 pub use language::Lang;
 pub use semantic::{CodeEmbedder, SearchMode, SemanticSearch};
 pub use service::CodeService;

@@ -1,5 +1,6 @@
 mod direct;
 mod fixtures;
+mod focus;
 mod graph_per_language;
 mod incremental;
 mod index;
