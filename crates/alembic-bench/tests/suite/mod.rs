@@ -1,2 +1,3 @@
 mod durability;
 mod locomo;
+mod monorepo;
