@@ -20,6 +20,7 @@ use crate::graph::{ProjectGraph, Summaries};
 use crate::index::{CodeIndex, IndexError, IndexPlan, IndexReport, Progress};
 use crate::semantic::{CodeEmbedder, SemanticIndex};
 use crate::summary::FileSummary;
+use crate::watch::TreeWatch;
 
 /// The whole-project graph and the summaries it was built from.
 struct FullGraph {
@@ -39,6 +40,10 @@ struct State {
     stale_semantic: Option<Arc<SemanticIndex>>,
     graph_build_ms: u64,
     max_file_bytes: Option<u64>,
+    /// While set, a query walks the tree only after the watcher saw a change.
+    watch: Option<TreeWatch>,
+    /// Times a query walked the tree.
+    walks: u64,
 }
 
 /// Code intelligence for one project root, shared by the tools.
@@ -76,6 +81,8 @@ impl CodeService {
                 stale_semantic: None,
                 graph_build_ms: 0,
                 max_file_bytes: None,
+                watch: None,
+                walks: 0,
             }),
         })
     }
@@ -107,6 +114,36 @@ impl CodeService {
     fn lock(&self) -> MutexGuard<'_, State> {
         // A panic while holding the lock leaves plain data behind; keep using it.
         alembic_base::lock(&self.state)
+    }
+
+    /// Keeps the index live with a file-system watcher, so queries walk the tree only after
+    /// something in it changed (long-running servers call this once). Returns false, and
+    /// logs why once, when the tree cannot be watched (inotify limits, some network file
+    /// systems): queries then walk the tree on every call, as without a watcher.
+    pub fn watch(&self) -> bool {
+        let mut state = self.lock();
+        if state.watch.is_some() {
+            return true;
+        }
+        match TreeWatch::start(self.guard.root()) {
+            Ok(watch) => {
+                state.watch = Some(watch);
+                true
+            }
+            Err(e) => {
+                tracing::warn!(
+                    root = %self.root.display(),
+                    error = %e,
+                    "cannot watch the project tree; code queries walk it on every call instead"
+                );
+                false
+            }
+        }
+    }
+
+    /// How many times queries walked the tree to refresh the index.
+    pub fn tree_walks(&self) -> u64 {
+        self.lock().walks
     }
 
     /// Refreshes the index from disk and drops derived data if anything changed.
@@ -236,8 +273,27 @@ fn open_locked<'a>(root: &Path, state: &'a mut State) -> Result<&'a mut CodeInde
 }
 
 fn refresh_locked(root: &Path, state: &mut State) -> Result<IndexReport, IndexError> {
-    let index = open_locked(root, state)?;
-    let (report, changes) = index.refresh_tracked(&|_| {})?;
+    if let Some(watch) = &state.watch
+        && !watch.take_changed()
+    {
+        let files = state.index.as_ref().map_or(0, CodeIndex::len);
+        return Ok(IndexReport {
+            files,
+            unchanged: files,
+            ..IndexReport::default()
+        });
+    }
+    state.walks += 1;
+    let refreshed = open_locked(root, state).and_then(|index| index.refresh_tracked(&|_| {}));
+    let (report, changes) = match refreshed {
+        Ok(done) => done,
+        Err(e) => {
+            if let Some(watch) = &state.watch {
+                watch.mark_changed();
+            }
+            return Err(e);
+        }
+    };
     if !changes.is_empty() {
         if let Some(s) = state.semantic.take() {
             state.stale_semantic = Some(s);

@@ -7,3 +7,4 @@ mod index;
 mod semantic;
 mod summaries;
 mod tools;
+mod watch;
