@@ -8,9 +8,10 @@
 //!
 //! - every declaration of every name it contains, so merging and keys are as in the full
 //!   graph (a type's merge reads only the declarations of its own simple name);
-//! - the names the root's descendants have, down to `depth`, found by the parents they
-//!   name as written (`code_parents`), so every type naming a reached type as a parent is
-//!   there;
+//! - the names the root's descendants have, down to `reach.depth`, found by the parents
+//!   they name as written (`code_parents`), so every type naming a reached type as a parent
+//!   is there (only as its superclass unless `reach.conformers`: a subclass relation comes
+//!   only from a written superclass);
 //! - the parents, as written, of every declaration it holds, transitively, so parents
 //!   resolve to the same keys and protocols taken for superclasses move the same way;
 //! - every Go file as soon as it holds one, because Go conformance is implicit (method
@@ -25,16 +26,43 @@ use crate::index::{CodeIndex, IndexError};
 use crate::language::Lang;
 use crate::summary::FileSummary;
 
+/// How far below the asked type a focused graph must be exact.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reach {
+    /// Levels of descendants (`None`: all).
+    pub depth: Option<usize>,
+    /// Also conformers (implementations of a protocol), not only subclasses.
+    pub conformers: bool,
+}
+
+impl Reach {
+    /// Subclasses down to `depth` levels.
+    pub fn subclasses(depth: Option<usize>) -> Reach {
+        Reach {
+            depth,
+            conformers: false,
+        }
+    }
+
+    /// Subclasses and conformers, all levels.
+    pub fn all() -> Reach {
+        Reach {
+            depth: None,
+            conformers: true,
+        }
+    }
+}
+
 /// The summaries the types named `name` (simple or qualified) need, with their
-/// descendants down to `depth` levels (`None`: all), in path order.
+/// descendants as far as `reach`, in path order.
 pub fn summaries_around(
     index: &CodeIndex,
     name: &str,
-    depth: Option<usize>,
+    reach: Reach,
 ) -> Result<Vec<FileSummary>, IndexError> {
     let root = simple_name(name).to_string();
     let mut names: BTreeSet<String> = BTreeSet::from([root.clone()]);
-    descend(index, &root, depth, &mut names)?;
+    descend(index, &root, reach, &mut names)?;
     let mut work: Vec<String> = names.iter().cloned().collect();
     let mut files: BTreeMap<String, FileSummary> = BTreeMap::new();
     let mut with_go = false;
@@ -73,15 +101,15 @@ pub fn summaries_around(
 fn descend(
     index: &CodeIndex,
     root: &str,
-    depth: Option<usize>,
+    reach: Reach,
     names: &mut BTreeSet<String>,
 ) -> Result<(), IndexError> {
     let mut level = vec![root.to_string()];
     let mut reached = 0usize;
-    while !level.is_empty() && depth.is_none_or(|d| reached < d) {
+    while !level.is_empty() && reach.depth.is_none_or(|d| reached < d) {
         let mut next = Vec::new();
         for n in &level {
-            for child in index.children_of(n)? {
+            for child in index.children_of(n, !reach.conformers)? {
                 if names.insert(child.clone()) {
                     next.push(child);
                 }

@@ -48,6 +48,7 @@ mod watch;
 
 pub use calls::{CallEdge, Resolution};
 pub use extract::{ParseError, summarize};
+pub use focus::Reach;
 pub use graph::{MethodInfo, ProjectGraph, TypeInfo};
 pub use index::{
     CodeIndex, IndexChanges, IndexError, IndexPhase, IndexPlan, IndexReport, Progress,

@@ -16,6 +16,7 @@ use std::time::Instant;
 
 use alembic_safety::PathGuard;
 
+use crate::focus::Reach;
 use crate::graph::{ProjectGraph, Summaries};
 use crate::index::{CodeIndex, IndexError, IndexPlan, IndexReport, Progress};
 use crate::semantic::{CodeEmbedder, SemanticIndex};
@@ -190,20 +191,16 @@ impl CodeService {
 
     /// A graph that answers questions about the types named `name` (simple or qualified)
     /// exactly as [`CodeService::graph`] would: their declarations, ancestors and
-    /// descendants down to `depth` levels (`None`: all). Reads only those summaries,
-    /// unless the whole graph is already loaded.
-    pub fn graph_around(
-        &self,
-        name: &str,
-        depth: Option<usize>,
-    ) -> Result<Arc<ProjectGraph>, IndexError> {
+    /// descendants as far as `reach`. Reads only those summaries, unless the whole graph is
+    /// already loaded.
+    pub fn graph_around(&self, name: &str, reach: Reach) -> Result<Arc<ProjectGraph>, IndexError> {
         let mut state = self.lock();
         refresh_locked(&self.root, &mut state)?;
         if state.full.is_some() {
             return full_graph_locked(&self.root, &mut state);
         }
         let index = open_locked(&self.root, &mut state)?;
-        let summaries = crate::focus::summaries_around(index, name, depth)?;
+        let summaries = crate::focus::summaries_around(index, name, reach)?;
         Ok(Arc::new(ProjectGraph::build(&summaries)))
     }
 

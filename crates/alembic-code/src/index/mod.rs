@@ -339,9 +339,14 @@ impl CodeIndex {
         Ok(rows::files_declaring(&self.conn, name)?)
     }
 
-    /// Simple names of the types that name this simple name as a parent.
-    pub(crate) fn children_of(&self, name: &str) -> Result<Vec<String>, IndexError> {
-        Ok(rows::children_of(&self.conn, name)?)
+    /// Simple names of the types that name this simple name as a parent (with
+    /// `superclass_only`, as their superclass).
+    pub(crate) fn children_of(
+        &self,
+        name: &str,
+        superclass_only: bool,
+    ) -> Result<Vec<String>, IndexError> {
+        Ok(rows::children_of(&self.conn, name, superclass_only)?)
     }
 
     /// Indexed files of one language.

@@ -42,7 +42,8 @@ pub(super) const MIGRATIONS: &[Migration] = &[
           create table code_parents (
               parent text not null,
               child text not null,
-              path text not null
+              path text not null,
+              as_superclass integer not null
           );
           create index code_parents_parent on code_parents(parent);
           create index code_parents_path on code_parents(path);
@@ -99,12 +100,14 @@ pub(super) fn write_file(
     let mut decl = conn.prepare_cached(
         "insert into code_decls (name, path, scope, is_primary) values (?1, ?2, ?3, ?4)",
     )?;
-    let mut parent =
-        conn.prepare_cached("insert into code_parents (parent, child, path) values (?1, ?2, ?3)")?;
+    let mut parent = conn.prepare_cached(
+        "insert into code_parents (parent, child, path, as_superclass) values (?1, ?2, ?3, ?4)",
+    )?;
     for t in summary.types.iter().filter(|t| !t.name.is_empty()) {
         decl.execute(params![t.name, path, scope, t.kind.is_primary()])?;
-        for p in t.superclass.iter().chain(&t.conformances) {
-            parent.execute(params![simple_name(p), t.name, path])?;
+        let written = t.superclass.iter().map(|p| (p, true));
+        for (p, as_superclass) in written.chain(t.conformances.iter().map(|p| (p, false))) {
+            parent.execute(params![simple_name(p), t.name, path, as_superclass])?;
         }
     }
     Ok(())
@@ -180,13 +183,19 @@ pub(super) fn files_declaring(conn: &Connection, name: &str) -> rusqlite::Result
     )
 }
 
-/// Simple names of the types that name `parent` (a simple name) as a parent.
-pub(super) fn children_of(conn: &Connection, parent: &str) -> rusqlite::Result<Vec<String>> {
-    strings(
-        conn,
-        "select distinct child from code_parents where parent = ?1 order by child",
-        parent,
-    )
+/// Simple names of the types that name `parent` (a simple name) as a parent; with
+/// `superclass_only`, only those that write it as their superclass.
+pub(super) fn children_of(
+    conn: &Connection,
+    parent: &str,
+    superclass_only: bool,
+) -> rusqlite::Result<Vec<String>> {
+    let mut stmt = conn.prepare_cached(
+        "select distinct child from code_parents
+         where parent = ?1 and (?2 = 0 or as_superclass = 1) order by child",
+    )?;
+    let rows = stmt.query_map(params![parent, superclass_only], |r| r.get::<_, String>(0))?;
+    rows.collect()
 }
 
 /// Files of one language (its [`crate::Lang::name`]), in path order.

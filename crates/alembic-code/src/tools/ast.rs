@@ -12,6 +12,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{code_tool, given, index_error, non_blank, not_found, similar};
+use crate::focus::Reach;
 use crate::graph::{ProjectGraph, TypeInfo};
 use crate::service::CodeService;
 use crate::summary::TypeKind;
@@ -152,14 +153,14 @@ fn find_type_among<'g>(
     }
 }
 
-/// The graph a question about the types named `name` needs, with their descendants down
-/// to `depth` levels (`None`: all).
+/// The graph a question about the types named `name` needs, with their descendants as far
+/// as `reach`.
 fn focused(
     service: &CodeService,
     name: &str,
-    depth: Option<usize>,
+    reach: Reach,
 ) -> Result<Arc<ProjectGraph>, ToolError> {
-    service.graph_around(name, depth).map_err(index_error)
+    service.graph_around(name, reach).map_err(index_error)
 }
 
 /// A simple name shared by several types: list them with the keys that select one.
@@ -259,7 +260,7 @@ fn hierarchy(service: &CodeService, args: MaybeClassArgs) -> Result<ToolOutput, 
         let g = service.graph().map_err(index_error)?;
         return Ok(root_trees(&g));
     };
-    let g = focused(service, name, Some(DESCENDANT_DEPTH))?;
+    let g = focused(service, name, Reach::subclasses(Some(DESCENDANT_DEPTH)))?;
     let info = find_focused_type(service, &g, name, "class")?;
     let chain = g.inheritance_chain(&info.name);
     let subclasses = g.subclasses.get(&info.name).cloned().unwrap_or_default();
@@ -327,7 +328,7 @@ fn root_trees(g: &ProjectGraph) -> ToolOutput {
 fn class_info(service: &CodeService, args: ClassArgs) -> Result<ToolOutput, ToolError> {
     let name = non_blank(&args.class_name, "className")?;
     // Direct subclasses only.
-    let g = focused(service, name, Some(1))?;
+    let g = focused(service, name, Reach::subclasses(Some(1)))?;
     let info = find_focused_type(service, &g, name, "class")?;
     let chain = g.inheritance_chain(&info.name);
     let subclasses = g.subclasses.get(&info.name).cloned().unwrap_or_default();
@@ -413,7 +414,7 @@ fn class_info(service: &CodeService, args: ClassArgs) -> Result<ToolOutput, Tool
 
 fn protocol_info(service: &CodeService, args: ProtocolArgs) -> Result<ToolOutput, ToolError> {
     let name = non_blank(&args.protocol_name, "protocolName")?;
-    let g = focused(service, name, None)?;
+    let g = focused(service, name, Reach::all())?;
     let info = find_focused_type(service, &g, name, "protocol")?;
     if info.kind != TypeKind::Protocol {
         return Err(ToolError::Invalid(format!(
@@ -453,7 +454,7 @@ fn protocol_info(service: &CodeService, args: ProtocolArgs) -> Result<ToolOutput
 fn method_overrides(service: &CodeService, args: OverridesArgs) -> Result<ToolOutput, ToolError> {
     let name = non_blank(&args.class_name, "className")?;
     let method = non_blank(&args.method_name, "methodName")?;
-    let g = focused(service, name, None)?;
+    let g = focused(service, name, Reach::all())?;
     let info = find_focused_type(service, &g, name, "class")?;
     let overrides = g.overrides_of(&info.name, method);
     let mut text = match g.lookup_method(&info.name, method) {
@@ -488,7 +489,7 @@ fn method_overrides(service: &CodeService, args: OverridesArgs) -> Result<ToolOu
 fn category_map(service: &CodeService, args: MaybeClassArgs) -> Result<ToolOutput, ToolError> {
     if let Some(name) = given(args.class_name.as_deref()) {
         // Only the type's own extensions.
-        let g = focused(service, name, Some(0))?;
+        let g = focused(service, name, Reach::subclasses(Some(0)))?;
         let info = find_focused_type(service, &g, name, "class")?;
         let mut text = format!(
             "{} has {} extensions/categories\n",

@@ -5,12 +5,12 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use alembic_code::{CodeIndex, CodeService, ProjectGraph, TypeInfo};
+use alembic_code::{CodeIndex, CodeService, ProjectGraph, Reach, TypeInfo};
 use pretty_assertions::assert_eq;
 
 use super::incremental::{edit, mixed_project, write};
 
-/// What the type tools read about the types named `name`, down to `depth` levels.
+/// What the type tools read about the types named `name`, as far as `reach`.
 #[derive(Debug, PartialEq)]
 struct Answers {
     types: Vec<TypeInfo>,
@@ -23,7 +23,8 @@ struct Answers {
     overrides: Vec<String>,
 }
 
-fn answers(g: &ProjectGraph, name: &str, depth: Option<usize>) -> Answers {
+fn answers(g: &ProjectGraph, name: &str, reach: Reach) -> Answers {
+    let depth = reach.depth;
     let types: Vec<TypeInfo> = g.types_named(name).into_iter().cloned().collect();
     let key_names: Vec<String> = types.iter().map(|t| t.name.clone()).collect();
     let keys: Vec<&str> = key_names.iter().map(String::as_str).collect();
@@ -59,6 +60,8 @@ fn answers(g: &ProjectGraph, name: &str, depth: Option<usize>) -> Answers {
     }
     if depth.is_none() {
         a.descendants = keys.iter().map(|k| g.descendants(k, usize::MAX)).collect();
+    }
+    if reach.conformers {
         a.conformers = keys.iter().map(|k| g.all_conformers(k)).collect();
         let all_methods: BTreeSet<&str> = g
             .types
@@ -81,7 +84,8 @@ fn full_graph(root: &Path) -> ProjectGraph {
     index.graph().unwrap()
 }
 
-/// Every simple name and key of the full graph, asked at depths 0, 1, 10 and unlimited.
+/// Every simple name and key of the full graph, asked for subclasses at depths 0, 1, 10 and
+/// unlimited, and for subclasses and conformers.
 fn assert_focused_answers_match(root: &Path) -> usize {
     let full = full_graph(root);
     // A fresh service never loads the full graph, so every answer comes from a focus.
@@ -96,13 +100,18 @@ fn assert_focused_answers_match(root: &Path) -> usize {
         .chain(["NoSuchType".to_string()])
         .collect();
     for name in &names {
-        for depth in [Some(0), Some(1), Some(10), None] {
-            let focused = service.graph_around(name, depth).unwrap();
+        let depths = [Some(0), Some(1), Some(10), None];
+        for reach in depths
+            .map(Reach::subclasses)
+            .into_iter()
+            .chain([Reach::all()])
+        {
+            let focused = service.graph_around(name, reach).unwrap();
             assert!(focused.types.len() <= full.types.len());
             assert_eq!(
-                answers(&focused, name, depth),
-                answers(&full, name, depth),
-                "{name} at depth {depth:?}"
+                answers(&focused, name, reach),
+                answers(&full, name, reach),
+                "{name} as far as {reach:?}"
             );
         }
     }
@@ -129,11 +138,12 @@ fn focused_graphs_answer_like_the_full_graph_after_edits() {
         "from zoo.animals import Animal\n\nclass Dog(Animal):\n    def speak(self):\n        return 1\n",
         2,
     );
-    // A Go struct that satisfies an interface only by its method set.
+    // A Go struct, alone in its package, that satisfies an interface of another package
+    // only by its method set.
     write(
         root,
         "go/extra/extra.go",
-        "package extra\n\ntype Square struct{}\n\nfunc (s Square) Area() float64 { return 1 }\n",
+        "package extra\n\ntype Tile struct{}\n\nfunc (t Tile) Area() float64 { return 1 }\n",
         3,
     );
     std::fs::remove_file(root.join("swift/Sources/Shapes/Circle+Extras.swift")).unwrap();
@@ -146,7 +156,7 @@ fn a_focused_type_query_reads_only_the_files_it_needs() {
     let root = dir.path();
     let full = full_graph(root);
     let service = CodeService::new(root).unwrap();
-    let focused = service.graph_around("Puppy", None).unwrap();
+    let focused = service.graph_around("Puppy", Reach::all()).unwrap();
     let files: BTreeSet<&str> = focused.types.values().map(|t| t.file.as_str()).collect();
     // Puppy and its ancestors (Dog and Animal in Python and JavaScript).
     assert_eq!(

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use alembic_code::CodeService;
+use alembic_code::{CodeService, Reach};
 use pretty_assertions::assert_eq;
 
 use super::fixtures::project;
@@ -28,7 +28,7 @@ fn a_watched_service_walks_only_after_a_change_and_sees_a_saved_file() {
     let service = CodeService::new(root).unwrap();
     assert!(service.watch());
     let hierarchy = |name: &str| {
-        let g = service.graph_around(name, None).unwrap();
+        let g = service.graph_around(name, Reach::all()).unwrap();
         g.types_named(name)
             .first()
             .map(|t| g.inheritance_chain(&t.name))
