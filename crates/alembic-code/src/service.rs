@@ -1,7 +1,8 @@
 //! [`CodeService`]: the shared, thread-safe front of the index that tool handlers use.
 //!
 //! Every query first refreshes the index (a walk plus `stat`s when nothing changed), so
-//! answers follow the files on disk. Type queries (class, protocol, overrides, one type's
+//! answers follow the files on disk; a watched service ([`CodeService::watch`]) walks only
+//! after the watcher saw a change. Type queries (class, protocol, overrides, one type's
 //! categories) read only the summaries they need ([`CodeService::graph_around`], see
 //! [`crate::focus`]); queries over the whole project (overview, code graph, call graph)
 //! load every summary once and keep the full graph, which is then updated incrementally
