@@ -122,7 +122,7 @@ pub(super) fn find_type<'g>(
 
 /// [`find_type`] in a graph focused on `name` ([`CodeService::graph_around`]), which
 /// holds every type of that name; "not found" suggestions come from every type key.
-fn find_focused_type<'g>(
+pub(super) fn find_focused_type<'g>(
     service: &CodeService,
     graph: &'g ProjectGraph,
     name: &str,

@@ -7,6 +7,9 @@ use std::path::Path;
 
 use alembic_code::{CodeIndex, CodeService, ProjectGraph, Reach, TypeInfo};
 use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use super::direct::run_tool;
 
 use super::incremental::{edit, mixed_project, write};
 
@@ -164,4 +167,50 @@ fn a_focused_type_query_reads_only_the_files_it_needs() {
         BTreeSet::from(["javascript/lib/animals.js", "python/zoo/animals.py"])
     );
     assert!(focused.types.len() * 4 < full.types.len());
+}
+
+/// The type tools answer the same, errors and suggestions included, whether the service
+/// builds focused graphs (fresh) or already holds the full graph.
+#[test]
+fn type_tools_answer_the_same_from_focused_and_full_graphs() {
+    let dir = mixed_project();
+    let root = dir.path();
+    let focused = std::sync::Arc::new(CodeService::new(root).unwrap());
+    let full = std::sync::Arc::new(CodeService::new(root).unwrap());
+    full.graph().unwrap();
+    let mut calls: Vec<(&str, serde_json::Value)> = Vec::new();
+    for name in [
+        "Puppy", "Dog", "Shape", "Circle", "Base", "Drawable", "Circl", "Nope",
+    ] {
+        calls.extend([
+            ("get_class_hierarchy", json!({"className": name})),
+            ("get_class_info", json!({"className": name})),
+            ("get_protocol_info", json!({"protocolName": name})),
+            (
+                "get_method_overrides",
+                json!({"className": name, "methodName": "area"}),
+            ),
+            ("get_category_map", json!({"className": name})),
+        ]);
+        for action in ["inheritance_chain", "descendants", "conformances"] {
+            calls.push((
+                "query_code_graph",
+                json!({"action": action, "entity_id": name}),
+            ));
+        }
+    }
+    let render = |service: &std::sync::Arc<CodeService>, name: &str, args: &serde_json::Value| {
+        match run_tool(service, name, args) {
+            Ok(out) => format!("{}\n{}", out.text, out.data),
+            Err(e) => format!("error: {e}"),
+        }
+    };
+    let mut errors = 0;
+    for (name, args) in &calls {
+        let answer = render(&focused, name, args);
+        errors += usize::from(answer.starts_with("error: "));
+        assert_eq!(answer, render(&full, name, args), "{name} {args}");
+    }
+    // Not-found suggestions, ambiguity and kind errors were compared too.
+    assert!(errors > 10, "{errors}");
 }
