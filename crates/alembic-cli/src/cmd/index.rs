@@ -7,7 +7,7 @@
 use std::time::Instant;
 
 use alembic_runtime::ProjectConfig;
-use alembic_runtime::code::{CodeIndex, Progress};
+use alembic_runtime::code::{CodeIndex, IndexReport, Progress, ProjectGraph};
 use anyhow::Context;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -63,22 +63,19 @@ pub fn run(args: IndexArgs) -> CmdResult {
     let elapsed = started.elapsed();
     let per_second = report.parsed as f64 / elapsed.as_secs_f64().max(0.001);
     if args.json {
-        let mut out = json!({
-            "report": report,
-            "filesPerSecond": per_second.round(),
-            "elapsedMs": elapsed.as_millis() as u64,
-        });
-        if let Some(graph) = &graph {
-            out["totals"] = json!(graph.totals);
-            out["languages"] = json!(graph.languages);
-            out["modules"] = json!(graph.modules.modules.len());
-            out["layers"] = json!(graph.modules.layers());
-            out["cycles"] = json!(graph.modules.cycles());
-            out["entryPoints"] = json!(graph.entry_points);
-        }
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        print_json(&report, graph.as_ref(), elapsed, per_second)?;
         return Ok(Exit::Ok);
     }
+    print_text(&report, graph.as_ref(), elapsed, per_second);
+    Ok(Exit::Ok)
+}
+
+fn print_text(
+    report: &IndexReport,
+    graph: Option<&ProjectGraph>,
+    elapsed: std::time::Duration,
+    per_second: f64,
+) {
     println!(
         "indexed {} files in {:.2} s ({per_second:.0} files/s): {} parsed, {} touched, {} unchanged, {} removed, {} skipped",
         report.files,
@@ -89,7 +86,7 @@ pub fn run(args: IndexArgs) -> CmdResult {
         report.removed,
         report.skipped.len()
     );
-    if let Some(graph) = &graph {
+    if let Some(graph) = graph {
         print_graph(graph);
     }
     for s in report.skipped.iter().take(10) {
@@ -101,10 +98,32 @@ pub fn run(args: IndexArgs) -> CmdResult {
             report.skipped.len() - 10
         );
     }
-    Ok(Exit::Ok)
 }
 
-fn print_graph(graph: &alembic_runtime::code::ProjectGraph) {
+fn print_json(
+    report: &IndexReport,
+    graph: Option<&ProjectGraph>,
+    elapsed: std::time::Duration,
+    per_second: f64,
+) -> anyhow::Result<()> {
+    let mut out = json!({
+        "report": report,
+        "filesPerSecond": per_second.round(),
+        "elapsedMs": elapsed.as_millis() as u64,
+    });
+    if let Some(graph) = graph {
+        out["totals"] = json!(graph.totals);
+        out["languages"] = json!(graph.languages);
+        out["modules"] = json!(graph.modules.modules.len());
+        out["layers"] = json!(graph.modules.layers());
+        out["cycles"] = json!(graph.modules.cycles());
+        out["entryPoints"] = json!(graph.entry_points);
+    }
+    println!("{}", serde_json::to_string_pretty(&out)?);
+    Ok(())
+}
+
+fn print_graph(graph: &ProjectGraph) {
     let t = &graph.totals;
     println!(
         "graph: {} classes, {} structs, {} enums, {} protocols, {} extensions, {} methods, {} functions, {} call edges ({} resolved)",

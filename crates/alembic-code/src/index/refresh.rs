@@ -118,30 +118,15 @@ impl CodeIndex {
     ) -> Result<(IndexReport, IndexChanges), IndexError> {
         let started = Instant::now();
         progress(Progress::Phase(IndexPhase::Scan));
-        let found = walk_files(&self.root, &|rel| Lang::from_path(Path::new(rel)).is_some());
-        let (changed, unchanged): (Vec<FoundFile>, Vec<FoundFile>) =
-            found.iter().cloned().partition(|f| {
-                force
-                    || self
-                        .records
-                        .get(&f.rel)
-                        .is_none_or(|r| r.mtime_ns != f.mtime_ns || r.size != f.size)
-            });
+        let scan = self.scan(force);
         progress(Progress::Walked {
-            files: found.len(),
-            to_check: changed.len(),
+            files: scan.files,
+            to_check: scan.changed.len(),
         });
-        let present: HashSet<&str> = found.iter().map(|f| f.rel.as_str()).collect();
-        let removed: Vec<String> = self
-            .records
-            .keys()
-            .filter(|k| !present.contains(k.as_str()))
-            .cloned()
-            .collect();
         let mut report = IndexReport {
-            files: found.len(),
-            unchanged: unchanged.len(),
-            removed: removed.len(),
+            files: scan.files,
+            unchanged: scan.unchanged,
+            removed: scan.removed.len(),
             ..IndexReport::default()
         };
         progress(Progress::Phase(IndexPhase::Parse));
@@ -156,11 +141,11 @@ impl CodeIndex {
             rows::delete_all(&tx)?;
         }
         let mut outcome = Outcome::default();
-        for path in removed {
+        for path in scan.removed {
             rows::delete_file(&tx, &path)?;
             outcome.note(path, None);
         }
-        stream(&reader, changed, progress, |item| {
+        stream(&reader, scan.changed, progress, |item| {
             outcome.write(&tx, item, &mut report)
         })?;
         progress(Progress::Phase(IndexPhase::Write));
@@ -173,6 +158,45 @@ impl CodeIndex {
         report.elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         Ok((report, changes))
     }
+
+    /// Walks the tree and compares each file's mtime and size with the records.
+    fn scan(&self, force: bool) -> Scan {
+        let found = walk_files(&self.root, &|rel| Lang::from_path(Path::new(rel)).is_some());
+        let present: HashSet<&str> = found.iter().map(|f| f.rel.as_str()).collect();
+        let removed: Vec<String> = self
+            .records
+            .keys()
+            .filter(|k| !present.contains(k.as_str()))
+            .cloned()
+            .collect();
+        let files = found.len();
+        let changed: Vec<FoundFile> = found
+            .into_iter()
+            .filter(|f| {
+                force
+                    || self
+                        .records
+                        .get(&f.rel)
+                        .is_none_or(|r| r.mtime_ns != f.mtime_ns || r.size != f.size)
+            })
+            .collect();
+        Scan {
+            files,
+            unchanged: files - changed.len(),
+            changed,
+            removed,
+        }
+    }
+}
+
+/// What the scan found.
+struct Scan {
+    files: usize,
+    unchanged: usize,
+    /// New files and files whose mtime or size changed (every file when forced).
+    changed: Vec<FoundFile>,
+    /// Indexed files that are gone.
+    removed: Vec<String>,
 }
 
 /// Checks `files` in parallel and hands each result to `write` on this thread, stopping
