@@ -5,8 +5,9 @@
 //! Invariant: the changed mark is cleared before a refresh walks, so an event that arrives
 //! during the walk marks the tree again and the following query walks once more; a watcher
 //! error or a dropped event queue (`need_rescan`) marks it too. Only events that cannot
-//! concern an indexed file are ignored: reads, the `.alembic/` and `.git/` directories, and
-//! files whose extension is not a source language's.
+//! concern an indexed file are ignored: reads, hidden and vendored directories (`.alembic/`,
+//! `.git/`, `target/`, `node_modules/`…, which the walker skips too), hidden files other than
+//! ignore files, and files whose extension is not a source language's.
 
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
@@ -16,6 +17,7 @@ use notify::event::{AccessKind, AccessMode};
 use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
 use crate::language::Lang;
+use crate::walk::is_vendored_dir;
 
 /// A running watcher and the mark it sets.
 pub(crate) struct TreeWatch {
@@ -73,15 +75,31 @@ fn concerns_index(root: &Path, event: &Event) -> bool {
 
 fn path_concerns_index(root: &Path, path: &Path) -> bool {
     let rel: PathBuf = path.strip_prefix(root).unwrap_or(path).to_path_buf();
-    let first = rel.components().next();
-    if let Some(Component::Normal(name)) = first
-        && (name == alembic_store::STATE_DIR || name == ".git")
-    {
+    let parts: Vec<&str> = rel
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(name) => name.to_str(),
+            _ => None,
+        })
+        .collect();
+    let Some((last, dirs)) = parts.split_last() else {
+        return true;
+    };
+    // The walker skips hidden and vendored directories (`.alembic/` and `.git/` among them),
+    // and hidden files other than ignore files.
+    let skipped_dir = |name: &&str| name.starts_with('.') || is_vendored_dir(name);
+    if dirs.iter().any(skipped_dir) || is_vendored_dir(last) {
         return false;
     }
-    // No extension: a directory, or an ignore file such as `.gitignore`.
+    if last.starts_with('.') {
+        return IGNORE_FILES.contains(last);
+    }
+    // No extension: a directory, or an extensionless file the walker may keep.
     path.extension().is_none() || Lang::from_path(path).is_some()
 }
+
+/// Files whose change changes which files the walker keeps.
+const IGNORE_FILES: [&str; 3] = [".gitignore", ".ignore", crate::walk::IGNORE_FILE];
 
 #[cfg(test)]
 mod tests {
@@ -106,6 +124,14 @@ mod tests {
             (event(modify, "/p/.alembic/alembic.db-wal"), false),
             (event(modify, "/p/.git/index"), false),
             (event(modify, "/p/notes.txt"), false),
+            (event(modify, "/p/target/debug/build/out/gen.rs"), false),
+            (event(modify, "/p/web/node_modules/x/index.js"), false),
+            (
+                event(EventKind::Create(CreateKind::Folder), "/p/target"),
+                false,
+            ),
+            (event(modify, "/p/src/.scratch.rs"), false),
+            (event(modify, "/p/src/.alembicignore"), true),
             (
                 event(EventKind::Access(AccessKind::Read), "/p/src/a.rs"),
                 false,
