@@ -58,7 +58,7 @@ fn is_source(p: &Path) -> bool {
 }
 
 /// Copies `from` into `to` (without build output and VCS data); returns the source files copied.
-fn copy_tree(from: &Path, to: &Path) -> Result<usize> {
+pub(crate) fn copy_tree(from: &Path, to: &Path) -> Result<usize> {
     std::fs::create_dir_all(to)?;
     let mut n = 0;
     for e in std::fs::read_dir(from)? {
@@ -77,7 +77,7 @@ fn copy_tree(from: &Path, to: &Path) -> Result<usize> {
     Ok(n)
 }
 
-fn count_sources(dir: &Path) -> usize {
+pub(crate) fn count_sources(dir: &Path) -> usize {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return 0;
     };
@@ -120,7 +120,7 @@ pub fn registry_tree(target: usize) -> Option<Vec<(PathBuf, usize)>> {
     (total >= target / 2).then_some(picked)
 }
 
-fn vm_hwm_kb(pid: u32) -> Option<u64> {
+pub(crate) fn vm_hwm_kb(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     line.split_whitespace().nth(1)?.parse().ok()

@@ -10,6 +10,8 @@
 //!   and on a ~1,000-file tree from the local cargo registry.
 //! - [`bootstrap_llm`]: the scripted LLM bootstrap path, requests/tokens/cache hits per
 //!   dimension with a shared SessionStore and with one per dimension.
+//! - [`monorepo`]: code intelligence on a copy of the cargo registry sources (~23,500
+//!   files): full and one-file index, cold graph query, MCP latency and memory, search vs rg.
 //! - [`durability`]: the writer process used by the multi-process durability test.
 //!
 //! ```no_run
@@ -26,3 +28,4 @@ pub mod locomo;
 pub mod mcp;
 pub mod mcp_http;
 pub mod memory_scale;
+pub mod monorepo;

@@ -4,7 +4,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use alembic_bench::{bootstrap, bootstrap_llm, durability, locomo, mcp, mcp_http, memory_scale};
+use alembic_bench::{
+    bootstrap, bootstrap_llm, durability, locomo, mcp, mcp_http, memory_scale, monorepo,
+};
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
@@ -99,6 +101,28 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Code intelligence at monorepo scale (issue 17) on a copy of the cargo registry
+    /// sources: full and one-file index, cold graph query, MCP query latency and memory,
+    /// search vs rg.
+    Monorepo {
+        /// Tree to copy instead of the cargo registry sources.
+        #[arg(long)]
+        tree: Option<PathBuf>,
+        /// Copy registry crates (largest first) only until this many source files.
+        #[arg(long)]
+        max_files: Option<usize>,
+        /// The alembic binary (default: next to this one).
+        #[arg(long)]
+        alembic: Option<PathBuf>,
+        /// Measure the library in this process instead of the alembic binary.
+        #[arg(long)]
+        in_process: bool,
+        /// Mixed queries before the memory reading.
+        #[arg(long, default_value_t = 1000)]
+        queries: usize,
+        #[arg(long)]
+        json: bool,
+    },
     /// Writer process of the durability test (prints `ack <id>` per committed write).
     #[command(hide = true)]
     DurabilityWriter {
@@ -161,6 +185,28 @@ fn main() -> Result<()> {
             };
             let report = bootstrap::run(&alembic, &repo, files)?;
             print(json, &report, bootstrap::render(&report))
+        }
+        Command::Monorepo {
+            tree,
+            max_files,
+            alembic,
+            in_process,
+            queries,
+            json,
+        } => {
+            let alembic = match (in_process, alembic) {
+                (true, _) => None,
+                (false, Some(p)) => Some(p),
+                (false, None) => Some(std::env::current_exe()?.with_file_name("alembic")),
+            };
+            let options = monorepo::Options {
+                tree,
+                max_files,
+                alembic,
+                queries,
+            };
+            let report = monorepo::run(&options)?;
+            print(json, &report, monorepo::render(&report))
         }
         Command::BootstrapLlm { json } => {
             let report = bootstrap_llm::run()?;

@@ -44,11 +44,11 @@ fn load_average() -> Option<f64> {
     clippy::disallowed_methods,
     reason = "the benchmark measures spawning the alembic binary over piped stdio"
 )]
-fn command(alembic: &Path) -> std::process::Command {
+pub(crate) fn command(alembic: &Path) -> std::process::Command {
     std::process::Command::new(alembic)
 }
 
-fn spawn_server(
+pub(crate) fn spawn_server(
     alembic: &Path,
     project: &Path,
 ) -> Result<(Child, ChildStdin, BufReader<ChildStdout>)> {
@@ -66,14 +66,14 @@ fn spawn_server(
     Ok((child, stdin, stdout))
 }
 
-fn send(stdin: &mut ChildStdin, msg: &Value) -> Result<()> {
+pub(crate) fn send(stdin: &mut ChildStdin, msg: &Value) -> Result<()> {
     writeln!(stdin, "{msg}")?;
     stdin.flush()?;
     Ok(())
 }
 
 /// Reads lines until the answer with `id`.
-fn answer(stdout: &mut BufReader<ChildStdout>, id: i64) -> Result<Value> {
+pub(crate) fn answer(stdout: &mut BufReader<ChildStdout>, id: i64) -> Result<Value> {
     let mut line = String::new();
     loop {
         line.clear();
@@ -87,7 +87,10 @@ fn answer(stdout: &mut BufReader<ChildStdout>, id: i64) -> Result<Value> {
     }
 }
 
-fn handshake(stdin: &mut ChildStdin, stdout: &mut BufReader<ChildStdout>) -> Result<Value> {
+pub(crate) fn handshake(
+    stdin: &mut ChildStdin,
+    stdout: &mut BufReader<ChildStdout>,
+) -> Result<Value> {
     send(
         stdin,
         &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -139,7 +142,7 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
+pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted.get(i).copied().unwrap_or(f64::NAN)
 }

@@ -250,6 +250,7 @@ fn bench_full_index(tree: &Path) -> Res<()> {
     );
     let cpu_before = cpu_seconds();
     let (graph, graph_time) = time(|| index.graph());
+    let graph = graph?;
     let graph_cpu = cpu_seconds() - cpu_before;
     let t = &graph.totals;
     println!(
@@ -272,7 +273,7 @@ fn bench_full_index(tree: &Path) -> Res<()> {
             .collect(),
     );
     println!(
-        "reopen (load all summaries) {:.0} ms; refresh with nothing changed {:.1} ms",
+        "reopen (load file records) {:.0} ms; refresh with nothing changed {:.1} ms",
         ms(reopen),
         ms(noop)
     );

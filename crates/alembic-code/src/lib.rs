@@ -15,6 +15,9 @@
 //!   gives the same graph as a full build.
 //! - [`search`], [`files`] and [`semantic`] back the project-access tools; every file read
 //!   goes through `alembic_safety::PathGuard`.
+//! - [`focus`] finds the few summaries a type query needs through the index's declaration
+//!   rows, so [`CodeService::graph_around`] answers it without loading the project;
+//!   [`CodeService::watch`] keeps a long-running service's index live (`notify`).
 //! - [`register_tools`] adds the 13 tools to an `alembic_tools::ToolRegistry`;
 //!   [`CodeService`] is the shared state they use.
 //!
@@ -29,6 +32,7 @@
 pub mod calls;
 pub mod extract;
 pub mod files;
+pub mod focus;
 pub mod graph;
 pub mod index;
 pub mod language;
@@ -40,11 +44,15 @@ pub mod summary;
 pub mod tools;
 pub mod topology;
 pub mod walk;
+mod watch;
 
 pub use calls::{CallEdge, Resolution};
 pub use extract::{ParseError, summarize};
+pub use focus::Reach;
 pub use graph::{MethodInfo, ProjectGraph, TypeInfo};
-pub use index::{CodeIndex, IndexChanges, IndexError, IndexPlan, IndexReport, Progress};
+pub use index::{
+    CodeIndex, IndexChanges, IndexError, IndexPhase, IndexPlan, IndexReport, Progress,
+};
 pub use language::Lang;
 pub use semantic::{CodeEmbedder, SearchMode, SemanticSearch};
 pub use service::CodeService;

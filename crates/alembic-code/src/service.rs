@@ -1,31 +1,51 @@
 //! [`CodeService`]: the shared, thread-safe front of the index that tool handlers use.
 //!
 //! Every query first refreshes the index (a walk plus `stat`s when nothing changed), so
-//! answers follow the files on disk. After a change the graph is updated incrementally
-//! (only what the changed files reach; see [`ProjectGraph::update`]) when it is next
-//! asked for; the semantic index is rebuilt, re-embedding only chunks whose text changed.
+//! answers follow the files on disk; a watched service ([`CodeService::watch`]) walks only
+//! after the watcher saw a change. Type queries (class, protocol, overrides, one type's
+//! categories) read only the summaries they need ([`CodeService::graph_around`], see
+//! [`crate::focus`]); queries over the whole project (overview, code graph, call graph)
+//! load every summary once and keep the full graph, which is then updated incrementally
+//! after a change (only what the changed files reach; see [`ProjectGraph::update`]) when it
+//! is next asked for. The semantic index is rebuilt, re-embedding only chunks whose text
+//! changed.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use alembic_safety::PathGuard;
 
-use crate::graph::ProjectGraph;
-use crate::index::{CodeIndex, IndexChanges, IndexError, IndexPlan, IndexReport, Progress};
+use crate::focus::Reach;
+use crate::graph::{ProjectGraph, Summaries};
+use crate::index::{CodeIndex, IndexError, IndexPlan, IndexReport, Progress};
 use crate::semantic::{CodeEmbedder, SemanticIndex};
 use crate::summary::FileSummary;
+use crate::watch::TreeWatch;
+
+/// The whole-project graph and the summaries it was built from.
+struct FullGraph {
+    graph: Arc<ProjectGraph>,
+    /// Invariant: per path, the summary the graph was last updated with.
+    summaries: BTreeMap<String, FileSummary>,
+}
 
 struct State {
     index: Option<CodeIndex>,
-    graph: Option<Arc<ProjectGraph>>,
-    /// Changes the graph has not seen yet. Invariant: `previous` holds, per path, the
-    /// summary the graph was last updated with (none for files it never saw).
-    pending: IndexChanges,
+    /// Loaded when a tool first needs the whole project.
+    full: Option<FullGraph>,
+    /// Paths changed since `full` was last updated.
+    pending: BTreeSet<String>,
     semantic: Option<Arc<SemanticIndex>>,
     /// The semantic index before the last change, whose vectors the next build reuses.
     stale_semantic: Option<Arc<SemanticIndex>>,
     graph_build_ms: u64,
+    max_file_bytes: Option<u64>,
+    /// While set, a query walks the tree only after the watcher saw a change.
+    watch: Option<TreeWatch>,
+    /// Times a query walked the tree.
+    walks: u64,
 }
 
 /// Code intelligence for one project root, shared by the tools.
@@ -57,11 +77,14 @@ impl CodeService {
             embedder: None,
             state: Mutex::new(State {
                 index: None,
-                graph: None,
-                pending: IndexChanges::default(),
+                full: None,
+                pending: BTreeSet::new(),
                 semantic: None,
                 stale_semantic: None,
                 graph_build_ms: 0,
+                max_file_bytes: None,
+                watch: None,
+                walks: 0,
             }),
         })
     }
@@ -69,6 +92,12 @@ impl CodeService {
     /// Uses `embedder` for `semantic_search_code` (hybrid mode).
     pub fn with_embedder(mut self, embedder: Arc<dyn CodeEmbedder>) -> CodeService {
         self.embedder = Some(embedder);
+        self
+    }
+
+    /// Parses files up to `bytes` long (the project's `[index] max_file_bytes`).
+    pub fn with_max_file_bytes(self, bytes: u64) -> CodeService {
+        self.lock().max_file_bytes = Some(bytes);
         self
     }
 
@@ -89,6 +118,36 @@ impl CodeService {
         alembic_base::lock(&self.state)
     }
 
+    /// Keeps the index live with a file-system watcher, so queries walk the tree only after
+    /// something in it changed (long-running servers call this once). Returns false, and
+    /// logs why once, when the tree cannot be watched (inotify limits, some network file
+    /// systems): queries then walk the tree on every call, as without a watcher.
+    pub fn watch(&self) -> bool {
+        let mut state = self.lock();
+        if state.watch.is_some() {
+            return true;
+        }
+        match TreeWatch::start(self.guard.root()) {
+            Ok(watch) => {
+                state.watch = Some(watch);
+                true
+            }
+            Err(e) => {
+                tracing::warn!(
+                    root = %self.root.display(),
+                    error = %e,
+                    "cannot watch the project tree; code queries walk it on every call instead"
+                );
+                false
+            }
+        }
+    }
+
+    /// How many times queries walked the tree to refresh the index.
+    pub fn tree_walks(&self) -> u64 {
+        self.lock().walks
+    }
+
     /// Refreshes the index from disk and drops derived data if anything changed.
     pub fn refresh(&self) -> Result<IndexReport, IndexError> {
         let mut state = self.lock();
@@ -101,9 +160,9 @@ impl CodeService {
         Ok(open_locked(&self.root, &mut state)?.plan())
     }
 
-    /// Refreshes the index (parsing every file again when `force`) with `progress`, and drops
-    /// the graph and semantic index built from the old summaries (with `force` the semantic
-    /// index reuses no vector, so every chunk is embedded again).
+    /// Refreshes the index (parsing every file again when `force`, in one transaction)
+    /// with `progress`, and drops the graph and semantic index built from the old summaries
+    /// (with `force` the semantic index reuses no vector, so every chunk is embedded again).
     pub fn rebuild(
         &self,
         force: bool,
@@ -111,12 +170,9 @@ impl CodeService {
     ) -> Result<IndexReport, IndexError> {
         let mut state = self.lock();
         let index = open_locked(&self.root, &mut state)?;
-        if force {
-            index.clear()?;
-        }
-        let (report, _) = index.refresh_tracked(progress)?;
-        state.graph = None;
-        state.pending = IndexChanges::default();
+        let (report, _) = index.refresh_with(force, progress)?;
+        state.full = None;
+        state.pending.clear();
         let old = state.semantic.take();
         state.stale_semantic = if force {
             None
@@ -126,34 +182,36 @@ impl CodeService {
         Ok(report)
     }
 
-    /// The current project graph: built on first use, then updated incrementally.
+    /// The whole-project graph: built on first use from every summary, then updated
+    /// incrementally.
     pub fn graph(&self) -> Result<Arc<ProjectGraph>, IndexError> {
         let mut state = self.lock();
         refresh_locked(&self.root, &mut state)?;
-        let started = Instant::now();
-        let pending = std::mem::take(&mut state.pending);
-        let State { index, graph, .. } = &mut *state;
-        if let (Some(g), Some(index)) = (graph.as_mut(), index.as_ref()) {
-            if !pending.is_empty() {
-                // Copies the graph only if a tool still holds the previous version.
-                index.update_graph(Arc::make_mut(g), &pending);
-                state.graph_build_ms =
-                    u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-            }
-            if let Some(g) = &state.graph {
-                return Ok(Arc::clone(g));
-            }
+        full_graph_locked(&self.root, &mut state)
+    }
+
+    /// A graph that answers questions about the types named `name` (simple or qualified)
+    /// exactly as [`CodeService::graph`] would: their declarations, ancestors and
+    /// descendants as far as `reach`. Reads only those summaries, unless the whole graph is
+    /// already loaded.
+    pub fn graph_around(&self, name: &str, reach: Reach) -> Result<Arc<ProjectGraph>, IndexError> {
+        let mut state = self.lock();
+        refresh_locked(&self.root, &mut state)?;
+        if state.full.is_some() {
+            return full_graph_locked(&self.root, &mut state);
         }
-        let graph = Arc::new(
-            state
-                .index
-                .as_ref()
-                .map(CodeIndex::graph)
-                .unwrap_or_default(),
-        );
-        state.graph_build_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        state.graph = Some(Arc::clone(&graph));
-        Ok(graph)
+        let index = open_locked(&self.root, &mut state)?;
+        let summaries = crate::focus::summaries_around(index, name, reach)?;
+        Ok(Arc::new(ProjectGraph::build(&summaries)))
+    }
+
+    /// Every type key of the whole-project graph (for "did you mean" suggestions).
+    pub fn type_keys(&self) -> Result<BTreeSet<String>, IndexError> {
+        let mut state = self.lock();
+        if let Some(full) = &state.full {
+            return Ok(full.graph.types.keys().cloned().collect());
+        }
+        open_locked(&self.root, &mut state)?.type_keys()
     }
 
     /// Milliseconds the last graph build took.
@@ -165,7 +223,7 @@ impl CodeService {
     pub fn summary(&self, path: &str) -> Result<Option<FileSummary>, IndexError> {
         let mut state = self.lock();
         refresh_locked(&self.root, &mut state)?;
-        Ok(state.index.as_ref().and_then(|i| i.summary(path)).cloned())
+        open_locked(&self.root, &mut state)?.summary(path)
     }
 
     /// The semantic index over the current summaries.
@@ -175,11 +233,16 @@ impl CodeService {
         if let Some(s) = &state.semantic {
             return Ok(Arc::clone(s));
         }
-        let summaries: Vec<&FileSummary> = state
-            .index
-            .as_ref()
-            .map(|i| i.summaries().collect())
-            .unwrap_or_default();
+        let loaded = if state.full.is_some() && state.pending.is_empty() {
+            None
+        } else {
+            Some(open_locked(&self.root, &mut state)?.summaries()?)
+        };
+        let summaries: Vec<&FileSummary> = match (&loaded, &state.full) {
+            (Some(loaded), _) => loaded.iter().collect(),
+            (None, Some(full)) => full.summaries.values().collect(),
+            (None, None) => Vec::new(),
+        };
         let built = Arc::new(SemanticIndex::build(
             &self.guard,
             summaries,
@@ -196,37 +259,109 @@ impl CodeService {
 fn open_locked<'a>(root: &Path, state: &'a mut State) -> Result<&'a mut CodeIndex, IndexError> {
     let index = match state.index.take() {
         Some(index) => index,
-        None => CodeIndex::open(root)?,
+        None => {
+            let mut index = CodeIndex::open(root)?;
+            if let Some(bytes) = state.max_file_bytes {
+                index.set_max_file_bytes(bytes);
+            }
+            index
+        }
     };
     Ok(state.index.insert(index))
 }
 
 fn refresh_locked(root: &Path, state: &mut State) -> Result<IndexReport, IndexError> {
-    let index = open_locked(root, state)?;
-    let (report, changes) = index.refresh_tracked(&|_| {})?;
+    if let Some(watch) = &state.watch
+        && !watch.take_changed()
+    {
+        let files = state.index.as_ref().map_or(0, CodeIndex::len);
+        return Ok(IndexReport {
+            files,
+            unchanged: files,
+            ..IndexReport::default()
+        });
+    }
+    state.walks += 1;
+    let refreshed = open_locked(root, state).and_then(|index| index.refresh_tracked(&|_| {}));
+    let (report, changes) = match refreshed {
+        Ok(done) => done,
+        Err(e) => {
+            if let Some(watch) = &state.watch {
+                watch.mark_changed();
+            }
+            return Err(e);
+        }
+    };
     if !changes.is_empty() {
         if let Some(s) = state.semantic.take() {
             state.stale_semantic = Some(s);
         }
-        if state.graph.is_some() {
-            add_pending(&mut state.pending, changes);
+        if state.full.is_some() {
+            state.pending.extend(changes.paths);
         }
     }
     Ok(report)
 }
 
-/// Adds a refresh's changes to those the graph has not seen, keeping for each path the
-/// oldest previous summary (the one the graph knows).
-fn add_pending(pending: &mut IndexChanges, changes: IndexChanges) {
-    let seen: std::collections::HashSet<String> = pending.paths.iter().cloned().collect();
-    for old in changes.previous {
-        if !seen.contains(&old.path) {
-            pending.previous.push(old);
-        }
+/// The whole-project graph, loaded on first use and brought up to date with the pending
+/// changes.
+fn full_graph_locked(root: &Path, state: &mut State) -> Result<Arc<ProjectGraph>, IndexError> {
+    open_locked(root, state)?;
+    // The index goes back in place whatever happens.
+    let Some(index) = state.index.take() else {
+        return Ok(Arc::default());
+    };
+    let out = update_full_graph(&index, state);
+    state.index = Some(index);
+    if out.is_err() {
+        // A half-applied update is dropped; the next call loads the graph again.
+        state.full = None;
+        state.pending.clear();
     }
-    for path in changes.paths {
-        if !seen.contains(&path) {
-            pending.paths.push(path);
+    out
+}
+
+fn update_full_graph(
+    index: &CodeIndex,
+    state: &mut State,
+) -> Result<Arc<ProjectGraph>, IndexError> {
+    let started = Instant::now();
+    let pending = std::mem::take(&mut state.pending);
+    if let Some(full) = state.full.as_mut() {
+        if !pending.is_empty() {
+            let mut previous = Vec::new();
+            for path in &pending {
+                previous.extend(full.summaries.remove(path));
+                if let Some(s) = index.summary(path)? {
+                    full.summaries.insert(path.clone(), s);
+                }
+            }
+            let all: Summaries = full
+                .summaries
+                .iter()
+                .map(|(p, s)| (p.as_str(), s))
+                .collect();
+            let paths: Vec<&str> = pending.iter().map(String::as_str).collect();
+            // Copies the graph only if a tool still holds the previous version.
+            Arc::make_mut(&mut full.graph).update(&all, &paths, &previous);
+            state.graph_build_ms = elapsed_ms(started);
         }
+        return Ok(Arc::clone(&full.graph));
     }
+    let summaries: BTreeMap<String, FileSummary> = index
+        .summaries()?
+        .into_iter()
+        .map(|s| (s.path.clone(), s))
+        .collect();
+    let graph = Arc::new(ProjectGraph::build(summaries.values()));
+    state.graph_build_ms = elapsed_ms(started);
+    state.full = Some(FullGraph {
+        graph: Arc::clone(&graph),
+        summaries,
+    });
+    Ok(graph)
+}
+
+fn elapsed_ms(started: Instant) -> u64 {
+    u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
 }

@@ -101,12 +101,15 @@ pub fn code_embedder_for(config: Option<EmbedderConfig>) -> Option<Arc<dyn CodeE
 }
 
 /// The code-intelligence service of `root`, ranking semantic search with `embedder` when
-/// given (hybrid) and lexically otherwise.
+/// given (hybrid) and lexically otherwise, parsing files up to `max_file_bytes`.
 pub fn code_service(
     root: &Path,
     embedder: Option<Arc<dyn CodeEmbedder>>,
+    max_file_bytes: u64,
 ) -> Result<CodeService, RuntimeError> {
-    let service = CodeService::new(root).map_err(|e| RuntimeError::Setup(e.to_string()))?;
+    let service = CodeService::new(root)
+        .map_err(|e| RuntimeError::Setup(e.to_string()))?
+        .with_max_file_bytes(max_file_bytes);
     Ok(match embedder {
         Some(e) => service.with_embedder(e),
         None => service,

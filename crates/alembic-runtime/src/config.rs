@@ -62,6 +62,11 @@ pub const DEFAULT_CONFIG: &str = r#"# Alembic project configuration. Every setti
 # ALEMBIC_ENABLE_FORGE_GENERATE=true). Off by default; reuse and compose are always available.
 # generate = false
 
+[index]
+# Source files larger than this many bytes are not parsed by the code index (listed as
+# skipped). Whole number >= 1.
+# max_file_bytes = 1048576
+
 [bootstrap]
 # Dimensions `alembic bootstrap` leaves out (ids as listed by the summary table).
 # disable = ["ui-interaction"]
@@ -120,6 +125,22 @@ pub struct ToolsSection {
     pub timeout_secs: Option<u64>,
 }
 
+/// `[index]`: the code index.
+#[derive(Debug, Clone, Deserialize, Default, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct IndexSection {
+    /// Files larger than this many bytes are listed as skipped, not parsed (default 1 MiB).
+    pub max_file_bytes: Option<u64>,
+}
+
+impl IndexSection {
+    /// The largest file the code index parses.
+    pub fn max_file_bytes(&self) -> u64 {
+        self.max_file_bytes
+            .unwrap_or(alembic_code::index::DEFAULT_MAX_FILE_BYTES)
+    }
+}
+
 /// The parsed file: typed sections this crate reads, and the raw table for the others.
 #[derive(Debug, Clone, Default)]
 pub struct ProjectConfig {
@@ -130,6 +151,8 @@ pub struct ProjectConfig {
     pub bootstrap: alembic_bootstrap::BootstrapConfig,
     /// `[mcp.http]`: limits and OAuth of `alembic mcp --http`.
     pub mcp: crate::mcp_config::McpSection,
+    /// `[index]`: code index limits.
+    pub index: IndexSection,
     pub raw: toml::Table,
 }
 
@@ -169,6 +192,18 @@ impl ProjectConfig {
                 .map_err(|e: toml::de::Error| invalid(format!("[tools]: {e}")))?,
             None => ToolsSection::default(),
         };
+        let index: IndexSection = match raw.get("index") {
+            Some(v) => v
+                .clone()
+                .try_into()
+                .map_err(|e: toml::de::Error| invalid(format!("[index]: {e}")))?,
+            None => IndexSection::default(),
+        };
+        if index.max_file_bytes == Some(0) {
+            return Err(invalid(
+                "[index]: max_file_bytes must be a whole number >= 1, got 0".to_string(),
+            ));
+        }
         let bootstrap: alembic_bootstrap::BootstrapConfig = match raw.get("bootstrap") {
             Some(v) => v
                 .clone()
@@ -205,6 +240,7 @@ impl ProjectConfig {
             presets,
             bootstrap,
             mcp,
+            index,
             raw,
         })
     }
@@ -275,6 +311,28 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("[bootstrap]: unknown field `skip`"), "{err}");
+    }
+
+    #[test]
+    fn index_section_sets_the_file_size_limit_and_refuses_bad_values() {
+        let c = ProjectConfig::parse("[index]\nmax_file_bytes = 4096\n", None).unwrap();
+        assert_eq!(c.index.max_file_bytes(), 4096);
+        let c = ProjectConfig::parse("", None).unwrap();
+        assert_eq!(c.index.max_file_bytes(), 1024 * 1024);
+        for (text, expected) in [
+            (
+                "[index]\nmax_file_bytes = 0\n",
+                "[index]: max_file_bytes must be a whole number >= 1, got 0",
+            ),
+            ("[index]\nmax_file_bytes = -5\n", "[index]: invalid value"),
+            (
+                "[index]\nmax_bytes = 5\n",
+                "[index]: unknown field `max_bytes`",
+            ),
+        ] {
+            let err = ProjectConfig::parse(text, None).unwrap_err().to_string();
+            assert!(err.contains(expected), "{text}: {err}");
+        }
     }
 
     #[test]

@@ -129,7 +129,11 @@ impl ProjectServices {
         let code_embedder = code_embedder::configured_embedder(config)?;
         let memory = memory_config::memory_settings(config)?;
         let memory_embedder = memory_config::memory_embedder(memory.embedder)?;
-        let code = Arc::new(code_embedder::code_service(root, code_embedder)?);
+        let code = Arc::new(code_embedder::code_service(
+            root,
+            code_embedder,
+            config.index.max_file_bytes(),
+        )?);
         let bootstrap = Arc::new(alembic_bootstrap::Bootstrap::new(
             root,
             Arc::clone(&code),

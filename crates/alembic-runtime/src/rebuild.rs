@@ -133,6 +133,7 @@ fn rebuild_code(s: &ProjectServices, force: bool, ctx: &ToolContext) -> Result<V
         .code
         .rebuild(force, &|p| match p {
             Progress::Walked { to_check, .. } => total.store(to_check, Ordering::Relaxed),
+            Progress::Phase(_) => {}
             Progress::Checked => {
                 let d = done.fetch_add(1, Ordering::Relaxed) + 1;
                 let t = total.load(Ordering::Relaxed).max(d);

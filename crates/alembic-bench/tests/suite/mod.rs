@@ -1,3 +1,4 @@
 mod durability;
 mod locomo;
 mod mcp_http;
+mod monorepo;

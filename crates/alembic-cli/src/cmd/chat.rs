@@ -71,6 +71,8 @@ pub fn run(args: ChatArgs) -> CmdResult {
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
         let (agent, project) = open_agent(&args.project.project, &args.model, stream)?;
+        // A session edits files; the watcher keeps the code index in step with them.
+        project.services().code.watch();
         let agent = agent.with_events(printer(stream));
         let preset = AgentPreset::from_name(&args.model.preset);
         eprintln!(

@@ -1,8 +1,13 @@
 //! `alembic index`: build or refresh the code index of a project.
+//!
+//! Without `--graph` it only refreshes the index (scan, parse, write), which after a small
+//! change costs a walk and a few parses; `--graph` also loads every summary and builds the
+//! whole-project graph to print its totals, modules and entry points.
 
 use std::time::Instant;
 
-use alembic_runtime::code::{CodeIndex, Progress};
+use alembic_runtime::ProjectConfig;
+use alembic_runtime::code::{CodeIndex, IndexReport, Progress, ProjectGraph};
 use anyhow::Context;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -18,6 +23,10 @@ pub struct IndexArgs {
     /// Print the result as JSON on stdout (no progress bar)
     #[arg(long)]
     pub json: bool,
+    /// Also build the whole-project graph and print its totals, modules, layers, cycles and
+    /// entry points (loads every summary; slow on large trees)
+    #[arg(long)]
+    pub graph: bool,
 }
 
 pub fn run(args: IndexArgs) -> CmdResult {
@@ -28,36 +37,47 @@ pub fn run(args: IndexArgs) -> CmdResult {
             root.display()
         )));
     }
+    let config = ProjectConfig::load(root)?;
     let started = Instant::now();
     let mut index = CodeIndex::open(root)
         .with_context(|| format!("cannot open the code index of {}", root.display()))?;
+    index.set_max_file_bytes(config.index.max_file_bytes());
     let bar = progress_bar(args.json);
     let report = index
         .refresh(&|event| match event {
-            Progress::Walked { to_check, .. } => bar.set_length(to_check as u64),
+            Progress::Phase(phase) => bar.set_prefix(phase.name()),
+            Progress::Walked { to_check, .. } => {
+                bar.set_length(to_check as u64);
+                bar.reset_eta();
+            }
             Progress::Checked => bar.inc(1),
         })
         .context("indexing failed")?;
+    let graph = if args.graph {
+        bar.set_prefix("graph");
+        Some(index.graph().context("cannot build the project graph")?)
+    } else {
+        None
+    };
     bar.finish_and_clear();
-    let graph = index.graph();
     let elapsed = started.elapsed();
+    let per_second = report.parsed as f64 / elapsed.as_secs_f64().max(0.001);
     if args.json {
-        let layers = graph.modules.layers();
-        let out = json!({
-            "report": report,
-            "totals": graph.totals,
-            "languages": graph.languages,
-            "modules": graph.modules.modules.len(),
-            "layers": layers,
-            "cycles": graph.modules.cycles(),
-            "entryPoints": graph.entry_points,
-            "elapsedMs": elapsed.as_millis() as u64,
-        });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        print_json(&report, graph.as_ref(), elapsed, per_second)?;
         return Ok(Exit::Ok);
     }
+    print_text(&report, graph.as_ref(), elapsed, per_second);
+    Ok(Exit::Ok)
+}
+
+fn print_text(
+    report: &IndexReport,
+    graph: Option<&ProjectGraph>,
+    elapsed: std::time::Duration,
+    per_second: f64,
+) {
     println!(
-        "indexed {} files in {:.2} s: {} parsed, {} touched, {} unchanged, {} removed, {} skipped",
+        "indexed {} files in {:.2} s ({per_second:.0} files/s): {} parsed, {} touched, {} unchanged, {} removed, {} skipped",
         report.files,
         elapsed.as_secs_f64(),
         report.parsed,
@@ -66,6 +86,44 @@ pub fn run(args: IndexArgs) -> CmdResult {
         report.removed,
         report.skipped.len()
     );
+    if let Some(graph) = graph {
+        print_graph(graph);
+    }
+    for s in report.skipped.iter().take(10) {
+        println!("skipped {}: {}", s.path, s.reason);
+    }
+    if report.skipped.len() > 10 {
+        println!(
+            "… {} more skipped (use --json for the full list)",
+            report.skipped.len() - 10
+        );
+    }
+}
+
+fn print_json(
+    report: &IndexReport,
+    graph: Option<&ProjectGraph>,
+    elapsed: std::time::Duration,
+    per_second: f64,
+) -> anyhow::Result<()> {
+    let mut out = json!({
+        "report": report,
+        "filesPerSecond": per_second.round(),
+        "elapsedMs": elapsed.as_millis() as u64,
+    });
+    if let Some(graph) = graph {
+        out["totals"] = json!(graph.totals);
+        out["languages"] = json!(graph.languages);
+        out["modules"] = json!(graph.modules.modules.len());
+        out["layers"] = json!(graph.modules.layers());
+        out["cycles"] = json!(graph.modules.cycles());
+        out["entryPoints"] = json!(graph.entry_points);
+    }
+    println!("{}", serde_json::to_string_pretty(&out)?);
+    Ok(())
+}
+
+fn print_graph(graph: &ProjectGraph) {
     let t = &graph.totals;
     println!(
         "graph: {} classes, {} structs, {} enums, {} protocols, {} extensions, {} methods, {} functions, {} call edges ({} resolved)",
@@ -86,16 +144,6 @@ pub fn run(args: IndexArgs) -> CmdResult {
         graph.modules.cycles().len(),
         graph.entry_points.len()
     );
-    for s in report.skipped.iter().take(10) {
-        println!("skipped {}: {}", s.path, s.reason);
-    }
-    if report.skipped.len() > 10 {
-        println!(
-            "… {} more skipped (use --json for the full list)",
-            report.skipped.len() - 10
-        );
-    }
-    Ok(Exit::Ok)
 }
 
 /// A bar on stderr while files are read; hidden for `--json` and when stderr is not a
@@ -105,9 +153,9 @@ fn progress_bar(hidden: bool) -> ProgressBar {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::new(0);
-    if let Ok(style) =
-        ProgressStyle::with_template("{spinner} indexing {pos}/{len} files {wide_bar} {eta}")
-    {
+    if let Ok(style) = ProgressStyle::with_template(
+        "{spinner} {prefix}: {pos}/{len} files, {per_sec} {wide_bar} {eta}",
+    ) {
         bar.set_style(style);
     }
     bar

@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use alembic_tools::{ToolDefinition, ToolError, ToolModule, ToolOutput};
@@ -11,6 +12,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{code_tool, given, index_error, non_blank, not_found, similar};
+use crate::focus::Reach;
 use crate::graph::{ProjectGraph, TypeInfo};
 use crate::service::CodeService;
 use crate::summary::TypeKind;
@@ -21,6 +23,8 @@ const MAX_TREE_CHILDREN: usize = 5;
 const MAX_CATEGORY_CLASSES: usize = 30;
 /// Methods above this complexity are tagged in renderings.
 const COMPLEXITY_TAG: u32 = 3;
+/// Levels of subclasses `get_class_hierarchy` lists.
+const DESCENDANT_DEPTH: usize = 10;
 
 pub(super) fn tools(service: &Arc<CodeService>) -> Vec<ToolDefinition> {
     let m = ToolModule::AstGraph;
@@ -111,15 +115,52 @@ pub(super) fn find_type<'g>(
     name: &str,
     what: &str,
 ) -> Result<&'g TypeInfo, ToolError> {
+    find_type_among(graph, name, what, || {
+        Ok(graph.types.keys().cloned().collect())
+    })
+}
+
+/// [`find_type`] in a graph focused on `name` ([`CodeService::graph_around`]), which
+/// holds every type of that name; "not found" suggestions come from every type key.
+pub(super) fn find_focused_type<'g>(
+    service: &CodeService,
+    graph: &'g ProjectGraph,
+    name: &str,
+    what: &str,
+) -> Result<&'g TypeInfo, ToolError> {
+    find_type_among(graph, name, what, || {
+        service.type_keys().map_err(index_error)
+    })
+}
+
+fn find_type_among<'g>(
+    graph: &'g ProjectGraph,
+    name: &str,
+    what: &str,
+    all_keys: impl FnOnce() -> Result<BTreeSet<String>, ToolError>,
+) -> Result<&'g TypeInfo, ToolError> {
     match graph.types_named(name).as_slice() {
         [one] => Ok(one),
-        [] => Err(not_found(
-            what,
-            name,
-            &similar(name, graph.types.keys().map(String::as_str)),
-        )),
+        [] => {
+            let keys = all_keys()?;
+            Err(not_found(
+                what,
+                name,
+                &similar(name, keys.iter().map(String::as_str)),
+            ))
+        }
         many => Err(ambiguous(what, name, many)),
     }
+}
+
+/// The graph a question about the types named `name` needs, with their descendants as far
+/// as `reach`.
+fn focused(
+    service: &CodeService,
+    name: &str,
+    reach: Reach,
+) -> Result<Arc<ProjectGraph>, ToolError> {
+    service.graph_around(name, reach).map_err(index_error)
 }
 
 /// A simple name shared by several types: list them with the keys that select one.
@@ -215,11 +256,12 @@ fn overview(service: &CodeService, _: NoArgs) -> Result<ToolOutput, ToolError> {
 }
 
 fn hierarchy(service: &CodeService, args: MaybeClassArgs) -> Result<ToolOutput, ToolError> {
-    let g = service.graph().map_err(index_error)?;
     let Some(name) = given(args.class_name.as_deref()) else {
+        let g = service.graph().map_err(index_error)?;
         return Ok(root_trees(&g));
     };
-    let info = find_type(&g, name, "class")?;
+    let g = focused(service, name, Reach::subclasses(Some(DESCENDANT_DEPTH)))?;
+    let info = find_focused_type(service, &g, name, "class")?;
     let chain = g.inheritance_chain(&info.name);
     let subclasses = g.subclasses.get(&info.name).cloned().unwrap_or_default();
     let mut text = format!("{}\n", chain.join(" → "));
@@ -229,7 +271,7 @@ fn hierarchy(service: &CodeService, args: MaybeClassArgs) -> Result<ToolOutput, 
         let _ = write!(text, "subclasses: {}", subclasses.join(", "));
     }
     let descendants: Vec<Value> = g
-        .descendants(&info.name, 10)
+        .descendants(&info.name, DESCENDANT_DEPTH)
         .into_iter()
         .map(|(n, d)| json!({"name": n, "depth": d}))
         .collect();
@@ -284,8 +326,10 @@ fn root_trees(g: &ProjectGraph) -> ToolOutput {
 }
 
 fn class_info(service: &CodeService, args: ClassArgs) -> Result<ToolOutput, ToolError> {
-    let g = service.graph().map_err(index_error)?;
-    let info = find_type(&g, non_blank(&args.class_name, "className")?, "class")?;
+    let name = non_blank(&args.class_name, "className")?;
+    // Direct subclasses only.
+    let g = focused(service, name, Reach::subclasses(Some(1)))?;
+    let info = find_focused_type(service, &g, name, "class")?;
     let chain = g.inheritance_chain(&info.name);
     let subclasses = g.subclasses.get(&info.name).cloned().unwrap_or_default();
     let mut text = format!(
@@ -369,9 +413,9 @@ fn class_info(service: &CodeService, args: ClassArgs) -> Result<ToolOutput, Tool
 }
 
 fn protocol_info(service: &CodeService, args: ProtocolArgs) -> Result<ToolOutput, ToolError> {
-    let g = service.graph().map_err(index_error)?;
     let name = non_blank(&args.protocol_name, "protocolName")?;
-    let info = find_type(&g, name, "protocol")?;
+    let g = focused(service, name, Reach::all())?;
+    let info = find_focused_type(service, &g, name, "protocol")?;
     if info.kind != TypeKind::Protocol {
         return Err(ToolError::Invalid(format!(
             "\"{name}\" is a {}, not a protocol/interface/trait; use get_class_info",
@@ -408,9 +452,10 @@ fn protocol_info(service: &CodeService, args: ProtocolArgs) -> Result<ToolOutput
 }
 
 fn method_overrides(service: &CodeService, args: OverridesArgs) -> Result<ToolOutput, ToolError> {
-    let g = service.graph().map_err(index_error)?;
-    let info = find_type(&g, non_blank(&args.class_name, "className")?, "class")?;
+    let name = non_blank(&args.class_name, "className")?;
     let method = non_blank(&args.method_name, "methodName")?;
+    let g = focused(service, name, Reach::all())?;
+    let info = find_focused_type(service, &g, name, "class")?;
     let overrides = g.overrides_of(&info.name, method);
     let mut text = match g.lookup_method(&info.name, method) {
         Some((owner, m)) => format!("{}.{} — {}:{}\n", owner.name, m.name, m.file, m.line),
@@ -442,9 +487,10 @@ fn method_overrides(service: &CodeService, args: OverridesArgs) -> Result<ToolOu
 }
 
 fn category_map(service: &CodeService, args: MaybeClassArgs) -> Result<ToolOutput, ToolError> {
-    let g = service.graph().map_err(index_error)?;
     if let Some(name) = given(args.class_name.as_deref()) {
-        let info = find_type(&g, name, "class")?;
+        // Only the type's own extensions.
+        let g = focused(service, name, Reach::subclasses(Some(0)))?;
+        let info = find_focused_type(service, &g, name, "class")?;
         let mut text = format!(
             "{} has {} extensions/categories\n",
             info.name,
@@ -473,6 +519,7 @@ fn category_map(service: &CodeService, args: MaybeClassArgs) -> Result<ToolOutpu
             text.trim_end().to_string(),
         ));
     }
+    let g = service.graph().map_err(index_error)?;
     let map = g.category_map();
     let mut text = format!(
         "{} types have extensions/categories/impl blocks\n",

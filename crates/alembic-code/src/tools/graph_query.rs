@@ -9,9 +9,10 @@ use alembic_tools::{ToolDefinition, ToolError, ToolModule, ToolOutput};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::ast::find_type;
+use super::ast::{find_focused_type, find_type};
 use super::{clamped, code_tool, index_error, non_blank};
 use crate::calls::CallEdge;
+use crate::focus::Reach;
 use crate::graph::{ProjectGraph, method_key};
 use crate::service::CodeService;
 use crate::summary::TypeKind;
@@ -83,12 +84,29 @@ struct CodeGraphArgs {
 }
 
 fn query_code_graph(service: &CodeService, args: CodeGraphArgs) -> Result<ToolOutput, ToolError> {
-    let g = service.graph().map_err(index_error)?;
     let depth = clamped(args.max_depth, 1, 10);
     if args.action == Action::Topology {
+        let g = service.graph().map_err(index_error)?;
         return Ok(topology(&g));
     }
     let id = non_blank(args.entity_id.as_deref().unwrap_or_default(), "entity_id")?;
+    // Questions about one type's ancestors, subclasses and conformers read only the
+    // summaries they need; the others need the whole project.
+    let what = match args.action {
+        Action::InheritanceChain | Action::Descendants => Some("class"),
+        Action::Conformances => Some("class or protocol"),
+        _ => None,
+    };
+    let g = match what {
+        Some(what) => {
+            let g = service
+                .graph_around(id, Reach::all())
+                .map_err(index_error)?;
+            find_focused_type(service, &g, id, what)?;
+            g
+        }
+        None => service.graph().map_err(index_error)?,
+    };
     match args.action {
         Action::Search => Ok(search(&g, id, args.entity_type.map(EntityType::as_str))),
         Action::InheritanceChain => {

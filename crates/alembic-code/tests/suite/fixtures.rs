@@ -40,7 +40,7 @@ pub fn indexed(name: &str) -> (tempfile::TempDir, CodeIndex) {
 }
 
 pub fn graph_of(name: &str) -> ProjectGraph {
-    indexed(name).1.graph()
+    indexed(name).1.graph().unwrap()
 }
 
 /// `kind Name : Superclass [Protocols]` for every declared type, plus extensions.

@@ -27,7 +27,7 @@ const LANGUAGES: [&str; 11] = [
 
 /// Every fixture project side by side: `Circle`, `Shape` and `Base` exist in several
 /// languages and directories.
-fn mixed_project() -> tempfile::TempDir {
+pub(super) fn mixed_project() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     for lang in LANGUAGES {
         copy_dir(&fixture_dir(lang), &dir.path().join(lang));
@@ -36,7 +36,7 @@ fn mixed_project() -> tempfile::TempDir {
 }
 
 /// Writes a file with an mtime no earlier refresh can have seen.
-fn write(root: &Path, rel: &str, text: &str, step: u64) {
+pub(super) fn write(root: &Path, rel: &str, text: &str, step: u64) {
     let path = root.join(rel);
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(&path, text).unwrap();
@@ -45,7 +45,7 @@ fn write(root: &Path, rel: &str, text: &str, step: u64) {
         .unwrap();
 }
 
-fn edit(root: &Path, rel: &str, from: &str, to: &str, step: u64) {
+pub(super) fn edit(root: &Path, rel: &str, from: &str, to: &str, step: u64) {
     let text = std::fs::read_to_string(root.join(rel)).unwrap();
     assert!(text.contains(from), "{rel} has no {from:?}");
     write(root, rel, &text.replacen(from, to, 1), step);

@@ -2,7 +2,7 @@
 
 use std::fs;
 
-use alembic_code::{CodeIndex, IndexReport};
+use alembic_code::{CodeIndex, IndexPhase, IndexReport, Progress};
 use pretty_assertions::assert_eq;
 
 use super::fixtures::project;
@@ -35,15 +35,11 @@ fn refresh_reparses_only_what_changed_and_survives_reopening() {
     drop(index);
 
     let reopened = CodeIndex::open(root).unwrap();
-    let paths: Vec<&str> = reopened.summaries().map(|s| s.path.as_str()).collect();
+    let summaries = reopened.summaries().unwrap();
+    let paths: Vec<&str> = summaries.iter().map(|s| s.path.as_str()).collect();
     assert_eq!(paths, vec!["src/extra.rs", "src/main.rs"]);
-    let functions: Vec<&str> = reopened
-        .summary("src/main.rs")
-        .unwrap()
-        .functions
-        .iter()
-        .map(|f| f.name.as_str())
-        .collect();
+    let main = reopened.summary("src/main.rs").unwrap().unwrap();
+    let functions: Vec<&str> = main.functions.iter().map(|f| f.name.as_str()).collect();
     assert_eq!(functions, vec!["main", "summary_report"]);
 }
 
@@ -71,7 +67,8 @@ fn gitignore_alembicignore_and_vendored_directories_are_skipped_without_git() {
     let mut index = CodeIndex::open(root).unwrap();
     let report = index.refresh(&|_| {}).unwrap();
     assert_eq!(report.files, 1);
-    let paths: Vec<&str> = index.summaries().map(|s| s.path.as_str()).collect();
+    let summaries = index.summaries().unwrap();
+    let paths: Vec<&str> = summaries.iter().map(|s| s.path.as_str()).collect();
     assert_eq!(paths, vec!["src/app.py"]);
 }
 
@@ -93,4 +90,29 @@ fn oversized_files_are_reported_as_skipped() {
         vec![("big.js".to_string(), "larger than 1000 bytes".to_string())]
     );
     assert_eq!(index.len(), 1);
+}
+
+#[test]
+fn an_interrupted_refresh_leaves_the_previous_index_usable() {
+    let dir = project("rust");
+    let root = dir.path();
+    let mut index = CodeIndex::open(root).unwrap();
+    index.refresh(&|_| {}).unwrap();
+    let before = index.summaries().unwrap();
+    fs::write(root.join("src/main.rs"), "fn replaced() {}\n").unwrap();
+    fs::write(root.join("src/extra.rs"), "pub fn extra() {}\n").unwrap();
+    // Stopped after every file was parsed and written, before the commit; forced, so the
+    // transaction also deleted every old row first.
+    let interrupted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        index.refresh_with(true, &|p| {
+            if p == Progress::Phase(IndexPhase::Write) {
+                panic!("interrupted");
+            }
+        })
+    }));
+    assert!(interrupted.is_err());
+    drop(index);
+    let mut reopened = CodeIndex::open(root).unwrap();
+    assert_eq!(reopened.summaries().unwrap(), before);
+    assert_eq!(counts(&reopened.refresh(&|_| {}).unwrap()), (3, 2, 0, 1, 0));
 }

@@ -1,8 +1,10 @@
 mod direct;
 mod fixtures;
+mod focus;
 mod graph_per_language;
 mod incremental;
 mod index;
 mod semantic;
 mod summaries;
 mod tools;
+mod watch;

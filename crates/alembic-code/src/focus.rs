@@ -1,0 +1,149 @@
+//! The few summaries a type query needs, found through the index's declaration and parent
+//! rows, so the query builds a small [`ProjectGraph`] instead of loading the project.
+//!
+//! Invariant (checked against full builds by `tests/suite/focus.rs`): for the types named
+//! `name`, the graph built from [`summaries_around`] has the same [`crate::TypeInfo`]s,
+//! inheritance chains, ancestry and method lookups as the full graph, and the same
+//! subclasses, conformers and overrides down to the requested depth. It holds:
+//!
+//! - every declaration of every name it contains, so merging and keys are as in the full
+//!   graph (a type's merge reads only the declarations of its own simple name);
+//! - the names the root's descendants have, down to `reach.depth`, found by the parents
+//!   they name as written (`code_parents`), so every type naming a reached type as a parent
+//!   is there (only as its superclass unless `reach.conformers`: a subclass relation comes
+//!   only from a written superclass);
+//! - the parents, as written, of every declaration it holds, transitively, so parents
+//!   resolve to the same keys and protocols taken for superclasses move the same way;
+//! - every Go file as soon as it holds one, because Go conformance is implicit (method
+//!   sets) and is computed over all Go types.
+//!
+//! Other types from the loaded files may be partial; no answer about the root reads them.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::index::rows::simple_name;
+use crate::index::{CodeIndex, IndexError};
+use crate::language::Lang;
+use crate::summary::FileSummary;
+
+/// How far below the asked type a focused graph must be exact.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reach {
+    /// Levels of descendants (`None`: all).
+    pub depth: Option<usize>,
+    /// Also conformers (implementations of a protocol), not only subclasses.
+    pub conformers: bool,
+}
+
+impl Reach {
+    /// Subclasses down to `depth` levels.
+    pub fn subclasses(depth: Option<usize>) -> Reach {
+        Reach {
+            depth,
+            conformers: false,
+        }
+    }
+
+    /// Subclasses and conformers, all levels.
+    pub fn all() -> Reach {
+        Reach {
+            depth: None,
+            conformers: true,
+        }
+    }
+}
+
+/// The summaries the types named `name` (simple or qualified) need, with their
+/// descendants as far as `reach`, in path order.
+pub fn summaries_around(
+    index: &CodeIndex,
+    name: &str,
+    reach: Reach,
+) -> Result<Vec<FileSummary>, IndexError> {
+    let root = simple_name(name).to_string();
+    let mut names: BTreeSet<String> = BTreeSet::from([root.clone()]);
+    descend(index, &root, reach, &mut names)?;
+    let mut work: Vec<String> = names.iter().cloned().collect();
+    let mut files: BTreeMap<String, FileSummary> = BTreeMap::new();
+    let mut with_go = false;
+    while let Some(n) = work.pop() {
+        let paths = index.files_declaring(&n)?;
+        for path in &paths {
+            load(index, path, &mut files)?;
+        }
+        for p in parents_written(&files, &paths, &n) {
+            for candidate in [p.as_str(), simple_name(&p)] {
+                if names.insert(candidate.to_string()) {
+                    work.push(candidate.to_string());
+                }
+            }
+        }
+        if !with_go && files.values().any(|f| f.language == Lang::Go) {
+            with_go = true;
+            for path in index.files_in_language(Lang::Go)? {
+                load(index, &path, &mut files)?;
+            }
+            let go_names = files
+                .values()
+                .filter(|f| f.language == Lang::Go)
+                .flat_map(|f| f.types.iter().map(|t| t.name.clone()));
+            for n in go_names.collect::<Vec<_>>() {
+                if !n.is_empty() && names.insert(n.clone()) {
+                    work.push(n);
+                }
+            }
+        }
+    }
+    Ok(files.into_values().collect())
+}
+
+/// Adds the simple names of the types naming a reached name as a parent, level by level.
+fn descend(
+    index: &CodeIndex,
+    root: &str,
+    reach: Reach,
+    names: &mut BTreeSet<String>,
+) -> Result<(), IndexError> {
+    let mut level = vec![root.to_string()];
+    let mut reached = 0usize;
+    while !level.is_empty() && reach.depth.is_none_or(|d| reached < d) {
+        let mut next = Vec::new();
+        for n in &level {
+            for child in index.children_of(n, !reach.conformers)? {
+                if names.insert(child.clone()) {
+                    next.push(child);
+                }
+            }
+        }
+        level = next;
+        reached += 1;
+    }
+    Ok(())
+}
+
+fn load(
+    index: &CodeIndex,
+    path: &str,
+    files: &mut BTreeMap<String, FileSummary>,
+) -> Result<(), IndexError> {
+    if !files.contains_key(path)
+        && let Some(summary) = index.summary(path)?
+    {
+        files.insert(path.to_string(), summary);
+    }
+    Ok(())
+}
+
+/// The parents, as written, of the declarations named `name` in `paths`.
+fn parents_written(
+    files: &BTreeMap<String, FileSummary>,
+    paths: &[String],
+    name: &str,
+) -> Vec<String> {
+    paths
+        .iter()
+        .filter_map(|p| files.get(p))
+        .flat_map(|f| f.types.iter().filter(|t| t.name == name))
+        .flat_map(|t| t.superclass.iter().chain(&t.conformances).cloned())
+        .collect()
+}

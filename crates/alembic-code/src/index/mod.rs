@@ -1,0 +1,361 @@
+//! The persistent, incremental code index of one project.
+//!
+//! Each source file's [`FileSummary`] is stored in the project database (table
+//! `code_files`) with the file's mtime, size and SHA-256, next to its declaration and
+//! parent rows ([`rows`]). A refresh walks the project and `stat`s every file, re-reads
+//! only files whose mtime or size changed, re-parses only those whose content hash changed,
+//! and drops rows of deleted files. Parsed files stream into one transaction (in parallel,
+//! through a bounded channel), so memory stays flat however many files change, and an
+//! interrupted refresh leaves the previous index as it was.
+//!
+//! In memory the index keeps only each file's mtime, size and hash; summaries are read
+//! from the database when asked for.
+
+mod refresh;
+pub(crate) mod rows;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use alembic_safety::PathGuard;
+use alembic_store::StoreError;
+use alembic_store::rusqlite::{self, Connection, params};
+use serde::Serialize;
+
+use crate::graph::ProjectGraph;
+use crate::language::Lang;
+use crate::summary::FileSummary;
+use crate::walk::walk_files;
+
+/// Migration component name in `schema_migrations`.
+pub const COMPONENT: &str = "code";
+
+/// Bumped whenever [`FileSummary`] or the extractors change, so old rows are re-parsed.
+/// Version 2 added the declaration and parent rows ([`rows`]).
+pub const SUMMARY_VERSION: &str = "2";
+
+/// Files larger than this are not parsed (generated code, bundles, data) unless the
+/// project's `[index] max_file_bytes` says otherwise.
+pub const DEFAULT_MAX_FILE_BYTES: u64 = 1024 * 1024;
+
+/// Errors from building or loading the index.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("code index database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("cannot confine file access to {root}: {source}")]
+    Guard {
+        root: PathBuf,
+        source: alembic_safety::PathError,
+    },
+    #[error("cannot encode the summary of {path}: {source}")]
+    Encode {
+        path: String,
+        source: serde_json::Error,
+    },
+}
+
+/// A file left out of the index, and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SkippedFile {
+    pub path: String,
+    pub reason: String,
+}
+
+/// What a refresh did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IndexReport {
+    /// Source files in the project now.
+    pub files: usize,
+    /// Files (re)parsed because they are new or their content changed.
+    pub parsed: usize,
+    /// Files whose mtime changed but whose content did not.
+    pub touched: usize,
+    pub unchanged: usize,
+    pub removed: usize,
+    pub skipped: Vec<SkippedFile>,
+    pub elapsed_ms: u64,
+}
+
+/// Which files a refresh parsed anew or removed, for incremental graph updates.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct IndexChanges {
+    /// Paths parsed anew or removed (new, edited, deleted, newly skipped files), sorted.
+    pub paths: Vec<String>,
+}
+
+impl IndexChanges {
+    pub fn is_empty(&self) -> bool {
+        self.paths.is_empty()
+    }
+}
+
+/// What a refresh would do, found without reading a file or writing the index.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IndexPlan {
+    /// Source files in the project now.
+    pub files: usize,
+    /// Files not in the index yet.
+    pub added: Vec<String>,
+    /// Indexed files whose size or modification time changed (read again; parsed again if
+    /// their content changed).
+    pub changed: Vec<String>,
+    /// Indexed files that are gone.
+    pub removed: Vec<String>,
+    /// Rows the index holds now.
+    pub indexed: usize,
+}
+
+impl IndexPlan {
+    /// The plan for a project that has no index yet: every source file is new. Opens no
+    /// database, so a dry run on a fresh project creates nothing.
+    pub fn for_new_project(root: &Path) -> IndexPlan {
+        let found = walk_files(root, &|rel| Lang::from_path(Path::new(rel)).is_some());
+        IndexPlan {
+            files: found.len(),
+            added: found.into_iter().map(|f| f.rel).collect(),
+            ..IndexPlan::default()
+        }
+    }
+}
+
+/// The phases of a refresh, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IndexPhase {
+    /// Walking the tree and comparing each file's mtime and size with the index.
+    Scan,
+    /// Reading changed files, parsing those whose content changed, and writing their
+    /// summary, declaration and parent rows (streamed into the open transaction).
+    Parse,
+    /// Committing the transaction.
+    Write,
+}
+
+impl IndexPhase {
+    pub fn name(self) -> &'static str {
+        match self {
+            IndexPhase::Scan => "scan",
+            IndexPhase::Parse => "parse",
+            IndexPhase::Write => "write",
+        }
+    }
+}
+
+/// Progress notifications for a refresh (drive a progress bar).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    /// A phase starts.
+    Phase(IndexPhase),
+    /// The walk is done; `to_check` files changed on disk and will be read.
+    Walked { files: usize, to_check: usize },
+    /// One changed file was read (and parsed if its content changed).
+    Checked,
+}
+
+/// What the index remembers of a file between refreshes (its summary stays on disk).
+#[derive(Debug, Clone, PartialEq)]
+struct FileRecord {
+    mtime_ns: i64,
+    size: u64,
+    hash: String,
+}
+
+/// The code index of one project root.
+pub struct CodeIndex {
+    root: PathBuf,
+    guard: PathGuard,
+    conn: Connection,
+    records: BTreeMap<String, FileRecord>,
+    max_file_bytes: u64,
+}
+
+impl std::fmt::Debug for CodeIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CodeIndex")
+            .field("root", &self.root)
+            .field("files", &self.records.len())
+            .finish()
+    }
+}
+
+impl CodeIndex {
+    /// Opens the index in the project database under `root` (created when missing).
+    pub fn open(root: &Path) -> Result<CodeIndex, IndexError> {
+        let conn = alembic_store::open_project(root)?;
+        CodeIndex::with_connection(root, conn)
+    }
+
+    /// Opens the index on an existing connection (tests, shared connections).
+    pub fn with_connection(root: &Path, mut conn: Connection) -> Result<CodeIndex, IndexError> {
+        alembic_store::migrate(&mut conn, COMPONENT, rows::MIGRATIONS)?;
+        let guard = PathGuard::new(root).map_err(|source| IndexError::Guard {
+            root: root.to_path_buf(),
+            source,
+        })?;
+        let mut index = CodeIndex {
+            root: guard.root().to_path_buf(),
+            guard,
+            conn,
+            records: BTreeMap::new(),
+            max_file_bytes: DEFAULT_MAX_FILE_BYTES,
+        };
+        index.load()?;
+        Ok(index)
+    }
+
+    /// Changes the largest file that is parsed.
+    pub fn set_max_file_bytes(&mut self, bytes: u64) {
+        self.max_file_bytes = bytes;
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Loads each file's mtime, size and hash; rows from an older summary format are
+    /// dropped.
+    fn load(&mut self) -> Result<(), IndexError> {
+        let version: Option<String> = self
+            .conn
+            .query_row(
+                "select value from code_index_meta where key = 'summary_version'",
+                [],
+                |r| r.get(0),
+            )
+            .ok();
+        if version.as_deref() != Some(SUMMARY_VERSION) {
+            let tx = self.conn.transaction()?;
+            rows::delete_all(&tx)?;
+            tx.execute(
+                "insert or replace into code_index_meta (key, value) values ('summary_version', ?1)",
+                params![SUMMARY_VERSION],
+            )?;
+            tx.commit()?;
+        }
+        let mut stmt = self
+            .conn
+            .prepare("select path, mtime_ns, size, hash from code_files")?;
+        let rows = stmt.query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                FileRecord {
+                    mtime_ns: r.get(1)?,
+                    size: u64::try_from(r.get::<_, i64>(2)?).unwrap_or(0),
+                    hash: r.get(3)?,
+                },
+            ))
+        })?;
+        for row in rows {
+            let (path, record) = row?;
+            self.records.insert(path, record);
+        }
+        Ok(())
+    }
+
+    /// What [`CodeIndex::refresh`] would do now, without reading a file or writing a row.
+    pub fn plan(&self) -> IndexPlan {
+        let found = walk_files(&self.root, &|rel| Lang::from_path(Path::new(rel)).is_some());
+        let mut plan = IndexPlan {
+            files: found.len(),
+            indexed: self.records.len(),
+            ..IndexPlan::default()
+        };
+        for f in &found {
+            match self.records.get(&f.rel) {
+                None => plan.added.push(f.rel.clone()),
+                Some(r) if r.mtime_ns != f.mtime_ns || r.size != f.size => {
+                    plan.changed.push(f.rel.clone())
+                }
+                Some(_) => {}
+            }
+        }
+        let present: std::collections::HashSet<&str> =
+            found.iter().map(|f| f.rel.as_str()).collect();
+        plan.removed = self
+            .records
+            .keys()
+            .filter(|p| !present.contains(p.as_str()))
+            .cloned()
+            .collect();
+        plan.removed.sort();
+        plan
+    }
+
+    /// Brings the index up to date with the files on disk.
+    pub fn refresh(
+        &mut self,
+        progress: &(dyn Fn(Progress) + Sync),
+    ) -> Result<IndexReport, IndexError> {
+        self.refresh_with(false, progress).map(|(report, _)| report)
+    }
+
+    /// [`CodeIndex::refresh`], also returning which files changed.
+    pub fn refresh_tracked(
+        &mut self,
+        progress: &(dyn Fn(Progress) + Sync),
+    ) -> Result<(IndexReport, IndexChanges), IndexError> {
+        self.refresh_with(false, progress)
+    }
+
+    /// Number of indexed files.
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// Indexed paths, in order.
+    pub fn paths(&self) -> impl Iterator<Item = &str> {
+        self.records.keys().map(String::as_str)
+    }
+
+    /// The stored summary of a file (path relative to the root), read from the database.
+    pub fn summary(&self, path: &str) -> Result<Option<FileSummary>, IndexError> {
+        if !self.records.contains_key(path) {
+            return Ok(None);
+        }
+        Ok(rows::summary(&self.conn, path)?)
+    }
+
+    /// Every stored summary in path order, read from the database.
+    pub fn summaries(&self) -> Result<Vec<FileSummary>, IndexError> {
+        Ok(rows::summaries(&self.conn)?)
+    }
+
+    /// Builds the project graph from every stored summary.
+    pub fn graph(&self) -> Result<ProjectGraph, IndexError> {
+        Ok(ProjectGraph::build(&self.summaries()?))
+    }
+
+    /// Files with a declaration of a type with this simple name.
+    pub(crate) fn files_declaring(&self, name: &str) -> Result<Vec<String>, IndexError> {
+        Ok(rows::files_declaring(&self.conn, name)?)
+    }
+
+    /// Simple names of the types that name this simple name as a parent (with
+    /// `superclass_only`, as their superclass).
+    pub(crate) fn children_of(
+        &self,
+        name: &str,
+        superclass_only: bool,
+    ) -> Result<Vec<String>, IndexError> {
+        Ok(rows::children_of(&self.conn, name, superclass_only)?)
+    }
+
+    /// Indexed files of one language.
+    pub(crate) fn files_in_language(&self, lang: Lang) -> Result<Vec<String>, IndexError> {
+        Ok(rows::files_in_language(&self.conn, lang.name())?)
+    }
+
+    /// Every type key of the full project graph, from the declaration rows alone.
+    pub fn type_keys(&self) -> Result<std::collections::BTreeSet<String>, IndexError> {
+        Ok(rows::type_keys(&self.conn)?)
+    }
+}

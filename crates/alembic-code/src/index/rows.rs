@@ -1,0 +1,250 @@
+//! The rows the code index keeps per file, and the indexed look-ups graph queries use.
+//!
+//! Besides the summary (`code_files`), each file contributes one `code_decls` row per type
+//! declaration (simple name, scope, primary or not) and one `code_parents` row per parent
+//! it names (the simple name of the parent as written, the child's simple name). Both are
+//! replaced with the file's summary in the same transaction, so they are always in step
+//! with `code_files`; they are what lets a query find the few files it needs
+//! ([`crate::focus`]) instead of loading every summary.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use alembic_store::Migration;
+use alembic_store::rusqlite::{self, Connection, OptionalExtension, params};
+
+use crate::merge::scope_of;
+use crate::summary::FileSummary;
+
+pub(super) const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        sql: "create table code_files (
+              path text primary key,
+              language text not null,
+              mtime_ns integer not null,
+              size integer not null,
+              hash text not null,
+              summary text not null,
+              indexed_at text not null default (strftime('%Y-%m-%dT%H:%M:%fZ','now'))
+          );
+          create table code_index_meta (key text primary key, value text not null);",
+    },
+    Migration {
+        version: 2,
+        sql: "create table code_decls (
+              name text not null,
+              path text not null,
+              scope text not null,
+              is_primary integer not null
+          );
+          create index code_decls_name on code_decls(name);
+          create index code_decls_path on code_decls(path);
+          create table code_parents (
+              parent text not null,
+              child text not null,
+              path text not null,
+              as_superclass integer not null
+          );
+          create index code_parents_parent on code_parents(parent);
+          create index code_parents_path on code_parents(path);
+          create index code_files_language on code_files(language);",
+    },
+];
+
+/// Deletes every row of the index (summaries, declarations, parents).
+pub(super) fn delete_all(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch("delete from code_files; delete from code_decls; delete from code_parents;")
+}
+
+/// Deletes the rows of one file.
+pub(super) fn delete_file(conn: &Connection, path: &str) -> rusqlite::Result<()> {
+    for sql in [
+        "delete from code_files where path = ?1",
+        "delete from code_decls where path = ?1",
+        "delete from code_parents where path = ?1",
+    ] {
+        conn.prepare_cached(sql)?.execute(params![path])?;
+    }
+    Ok(())
+}
+
+/// What is stored about one file besides its summary.
+pub(super) struct FileRow<'a> {
+    pub mtime_ns: i64,
+    pub size: u64,
+    pub hash: &'a str,
+    pub json: &'a str,
+}
+
+/// Replaces the rows of `summary.path` by this summary and its declarations.
+pub(super) fn write_file(
+    conn: &Connection,
+    summary: &FileSummary,
+    row: &FileRow<'_>,
+) -> rusqlite::Result<()> {
+    let path = summary.path.as_str();
+    delete_file(conn, path)?;
+    conn.prepare_cached(
+        "insert into code_files (path, language, mtime_ns, size, hash, summary)
+         values (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?
+    .execute(params![
+        path,
+        summary.language.name(),
+        row.mtime_ns,
+        i64::try_from(row.size).unwrap_or(i64::MAX),
+        row.hash,
+        row.json
+    ])?;
+    let scope = scope_of(summary.language, path);
+    let mut decl = conn.prepare_cached(
+        "insert into code_decls (name, path, scope, is_primary) values (?1, ?2, ?3, ?4)",
+    )?;
+    let mut parent = conn.prepare_cached(
+        "insert into code_parents (parent, child, path, as_superclass) values (?1, ?2, ?3, ?4)",
+    )?;
+    for t in summary.types.iter().filter(|t| !t.name.is_empty()) {
+        decl.execute(params![t.name, path, scope, t.kind.is_primary()])?;
+        let written = t.superclass.iter().map(|p| (p, true));
+        for (p, as_superclass) in written.chain(t.conformances.iter().map(|p| (p, false))) {
+            parent.execute(params![simple_name(p), t.name, path, as_superclass])?;
+        }
+    }
+    Ok(())
+}
+
+/// The simple name a written type name ends with (`a::b::C` and `scope::C` give `C`).
+pub(crate) fn simple_name(written: &str) -> &str {
+    written.rsplit_once("::").map_or(written, |(_, n)| n)
+}
+
+/// Updates the mtime and size of a file whose content did not change.
+pub(super) fn touch_file(
+    conn: &Connection,
+    path: &str,
+    mtime_ns: i64,
+    size: u64,
+) -> rusqlite::Result<()> {
+    conn.prepare_cached("update code_files set mtime_ns = ?2, size = ?3 where path = ?1")?
+        .execute(params![
+            path,
+            mtime_ns,
+            i64::try_from(size).unwrap_or(i64::MAX)
+        ])?;
+    Ok(())
+}
+
+/// Decodes a stored summary; an undecodable row reads as missing (it is re-parsed when the
+/// summary format version changes).
+fn decode(path: &str, json: &str) -> Option<FileSummary> {
+    match serde_json::from_str(json) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            tracing::warn!(path, error = %e, "undecodable code summary row");
+            None
+        }
+    }
+}
+
+/// The stored summary of one file.
+pub(super) fn summary(conn: &Connection, path: &str) -> rusqlite::Result<Option<FileSummary>> {
+    let json: Option<String> = conn
+        .prepare_cached("select summary from code_files where path = ?1")?
+        .query_row(params![path], |r| r.get(0))
+        .optional()?;
+    Ok(json.and_then(|j| decode(path, &j)))
+}
+
+/// Every stored summary, in path order.
+pub(super) fn summaries(conn: &Connection) -> rusqlite::Result<Vec<FileSummary>> {
+    let mut stmt = conn.prepare("select path, summary from code_files order by path")?;
+    let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (path, json) = row?;
+        out.extend(decode(&path, &json));
+    }
+    Ok(out)
+}
+
+/// One column of strings from a query with one parameter.
+fn strings(conn: &Connection, sql: &str, arg: &str) -> rusqlite::Result<Vec<String>> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let rows = stmt.query_map(params![arg], |r| r.get::<_, String>(0))?;
+    rows.collect()
+}
+
+/// Files with a declaration (primary or not) of a type with this simple name, in path order.
+pub(super) fn files_declaring(conn: &Connection, name: &str) -> rusqlite::Result<Vec<String>> {
+    strings(
+        conn,
+        "select distinct path from code_decls where name = ?1 order by path",
+        name,
+    )
+}
+
+/// Simple names of the types that name `parent` (a simple name) as a parent; with
+/// `superclass_only`, only those that write it as their superclass.
+pub(super) fn children_of(
+    conn: &Connection,
+    parent: &str,
+    superclass_only: bool,
+) -> rusqlite::Result<Vec<String>> {
+    let mut stmt = conn.prepare_cached(
+        "select distinct child from code_parents
+         where parent = ?1 and (?2 = 0 or as_superclass = 1) order by child",
+    )?;
+    let rows = stmt.query_map(params![parent, superclass_only], |r| r.get::<_, String>(0))?;
+    rows.collect()
+}
+
+/// Files of one language (its [`crate::Lang::name`]), in path order.
+pub(super) fn files_in_language(
+    conn: &Connection,
+    language: &str,
+) -> rusqlite::Result<Vec<String>> {
+    strings(
+        conn,
+        "select path from code_files where language = ?1 order by path",
+        language,
+    )
+}
+
+/// Every type key the full graph has, computed from the declaration rows the way
+/// [`crate::merge`] keys types: the simple name, or `scope::Name` for each scope when
+/// primary declarations of the name sit in several non-empty scopes.
+pub(super) fn type_keys(conn: &Connection) -> rusqlite::Result<BTreeSet<String>> {
+    let mut stmt = conn.prepare(
+        "select name, scope, max(is_primary) from code_decls group by name, scope order by name",
+    )?;
+    let rows = stmt.query_map([], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, bool>(2)?,
+        ))
+    })?;
+    let mut scopes: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for row in rows {
+        let (name, scope, primary) = row?;
+        let list = scopes.entry(name).or_default();
+        if primary {
+            list.push(scope);
+        }
+    }
+    let mut keys = BTreeSet::new();
+    for (name, list) in scopes {
+        if list.len() > 1 {
+            keys.extend(list.iter().map(|s| {
+                if s.is_empty() {
+                    name.clone()
+                } else {
+                    format!("{s}::{name}")
+                }
+            }));
+        } else {
+            keys.insert(name);
+        }
+    }
+    Ok(keys)
+}
