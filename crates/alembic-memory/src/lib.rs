@@ -60,5 +60,5 @@ pub use retriever::{
     Candidate, ChannelRow, MemoryRetriever, RetrieveOptions, ScoreParts, ScoredMemory, cosine,
 };
 pub use schema::{COMPONENT as SCHEMA_COMPONENT, MIGRATIONS};
-pub use service::MemoryService;
+pub use service::{MemoryService, TeamOpener};
 pub use store::{GcStats, ListFilter, MemoryStats, PersistentMemory, apply_update, prepare_memory};

@@ -31,4 +31,4 @@ pub mod schema;
 pub use client::PgClient;
 pub use config::{DEFAULT_CONNECT_TIMEOUT, TeamConfig, check_url};
 pub use error::TeamError;
-pub use memory::{PgMemory, Versioned, check_team_name};
+pub use memory::{PgMemory, Versioned, check_team_name, team_opener};

@@ -17,6 +17,7 @@ mod search;
 use std::future::Future;
 use std::sync::Arc;
 
+use alembic_memory::tools::TeamOpener;
 use alembic_memory::{
     Clock, ConsolidateStats, DAY_MS, Embedder, GcStats, ListFilter, Memory, MemoryBackend,
     MemoryConfig, MemoryError, MemoryUpdate, NewMemory, RetrieveOptions, Scope, ScoredMemory,
@@ -70,6 +71,22 @@ pub fn check_team_name(name: &str) -> Result<(), TeamError> {
     } else {
         Err(TeamError::BadTeam { name: name.into() })
     }
+}
+
+/// What a [`alembic_memory::MemoryService`] calls to open the team store on first use
+/// ([`alembic_memory::MemoryService::with_team`]); the label names team and server.
+pub fn team_opener(
+    team: TeamConfig,
+    config: MemoryConfig,
+    clock: Arc<dyn Clock>,
+) -> (String, TeamOpener) {
+    let label = format!("team {}", team.team);
+    let open: TeamOpener = Box::new(move |embedder| {
+        PgMemory::open(&team, config.clone(), Arc::clone(&clock))
+            .map(|m| Box::new(m.with_embedder(embedder)) as Box<dyn MemoryBackend>)
+            .map_err(|e| e.to_string())
+    });
+    (label, open)
 }
 
 impl PgMemory {

@@ -3,6 +3,7 @@
 
 mod contract;
 mod team;
+mod tools;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

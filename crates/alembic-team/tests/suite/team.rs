@@ -251,19 +251,7 @@ fn a_server_that_is_down_fails_fast_naming_server_and_cause() {
 }
 
 #[test]
-fn a_server_that_goes_down_later_is_named_in_the_error() {
-    // a listener that accepts and immediately closes: the pool cannot get a connection
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let team = TeamConfig::new(
-        format!("postgres://alembic@127.0.0.1:{port}/x"),
-        "ops",
-        "ana",
-    )
-    .with_connect_timeout(Duration::from_secs(2));
-    drop(listener);
-    let err = PgClient::connect(&team).unwrap_err().to_string();
-    assert!(err.contains(&format!("127.0.0.1:{port}/x")), "{err}");
+fn bad_urls_and_team_names_are_refused_with_what_is_accepted() {
     let bad = TeamConfig::new("mysql://nope", "ops", "ana");
     let err = PgClient::connect(&bad).unwrap_err().to_string();
     assert_eq!(
@@ -278,4 +266,97 @@ fn a_server_that_goes_down_later_is_named_in_the_error() {
     .unwrap_err()
     .to_string();
     assert!(err.contains("team name \"Bad Team\" is not valid"), "{err}");
+}
+
+/// A loopback TCP proxy to the test server that can be cut, as a server going down would.
+struct Proxy {
+    port: u16,
+    open: Arc<std::sync::Mutex<Vec<std::net::TcpStream>>>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Proxy {
+    fn start() -> Proxy {
+        let target = pg_url();
+        let hostport = target
+            .split('@')
+            .nth(1)
+            .unwrap()
+            .split('/')
+            .next()
+            .unwrap()
+            .to_string();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let open = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (conns, stopped) = (Arc::clone(&open), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                if stopped.load(std::sync::atomic::Ordering::SeqCst) {
+                    break;
+                }
+                let client = client.unwrap();
+                let server = std::net::TcpStream::connect(&hostport).unwrap();
+                let mut guard = conns.lock().unwrap();
+                guard.push(client.try_clone().unwrap());
+                guard.push(server.try_clone().unwrap());
+                for (mut from, mut to) in [
+                    (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                    (server, client),
+                ] {
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut to);
+                        let _ = to.shutdown(std::net::Shutdown::Both);
+                    });
+                }
+            }
+        });
+        Proxy { port, open, stop }
+    }
+
+    fn url(&self) -> String {
+        let url = pg_url();
+        let (_, path) = url.split_once('@').unwrap();
+        let (_, db) = path.split_once('/').unwrap();
+        format!("postgres://alembic@127.0.0.1:{}/{db}", self.port)
+    }
+
+    /// Refuses new connections and cuts the open ones.
+    fn cut(&self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        let _ = std::net::TcpStream::connect(("127.0.0.1", self.port));
+        for s in self.open.lock().unwrap().drain(..) {
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        }
+    }
+}
+
+#[test]
+fn a_server_that_goes_down_later_fails_fast_naming_server_and_cause() {
+    let proxy = Proxy::start();
+    let team = TeamConfig::new(proxy.url(), fresh_team("later"), "ana")
+        .with_connect_timeout(Duration::from_secs(2));
+    let mut pm = PgMemory::open(&team, MemoryConfig::default(), Arc::new(clock())).unwrap();
+    pm.add(NewMemory::fact("written while the server was up"))
+        .unwrap();
+    proxy.cut();
+    let started = Instant::now();
+    let err = pm
+        .add(NewMemory::fact("written after it went down"))
+        .unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    let msg = err.to_string();
+    assert!(
+        msg.starts_with(&format!("team server 127.0.0.1:{}/", proxy.port)),
+        "{msg}"
+    );
+    let err = pm
+        .retrieve("written", &RetrieveOptions::default())
+        .unwrap_err();
+    assert!(err.to_string().contains("is unreachable"), "{err}");
 }
