@@ -42,6 +42,7 @@ mod schema;
 mod service;
 pub mod shared_tx;
 mod store;
+pub mod team_tools;
 pub mod text;
 pub mod tools;
 

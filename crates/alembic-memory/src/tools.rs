@@ -35,6 +35,7 @@ pub fn register_tools(
     registry.register(recall_tool(Arc::clone(&memory)))?;
     registry.register(remember_tool(Arc::clone(&memory)))?;
     registry.register(forget_tool(Arc::clone(&memory)))?;
+    crate::team_tools::register_tools(registry, Arc::clone(&memory))?;
     crate::operator_tools::register_tools(registry, memory)
 }
 
@@ -98,7 +99,14 @@ fn recall_tool(memory: Arc<MemoryService>) -> ToolDefinition {
         let mut hits = memory.with_store(|m| m.retrieve(&args.query, &options))?;
         let team_error = match recall_team(&memory, &args.query, &options) {
             Ok(team_hits) => {
-                hits.extend(team_hits);
+                // a pulled memory is in both stores; show it once
+                let local: std::collections::HashSet<String> =
+                    hits.iter().map(|h| h.memory.id.clone()).collect();
+                hits.extend(
+                    team_hits
+                        .into_iter()
+                        .filter(|h| !local.contains(&h.memory.id)),
+                );
                 hits.sort_by(|a, b| b.score.total_cmp(&a.score));
                 hits.truncate(options.limit);
                 None

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use alembic_memory::tools::{MemoryService, register_tools};
-use alembic_memory::{MemoryConfig, SystemClock};
+use alembic_memory::{MemoryConfig, NewMemory, Scope, SystemClock};
 use alembic_team::{TeamConfig, team_opener};
 use alembic_tools::{
     Allowlist, Caller, OutcomeStatus, Pipeline, PreparedCall, SafetyCheck, SafetyDecision,
@@ -152,4 +152,99 @@ async fn with_the_server_down_local_memory_works_and_team_calls_say_why_they_fai
         "{}",
         out.text
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn push_moves_local_team_memories_once_and_pull_copies_them_back() {
+    let team = fresh_team("push");
+    let dir = tempfile::tempdir().unwrap();
+    // memories written with scope team before the project had a team stay local
+    let (_, before) = checkout_without_team(dir.path());
+    before
+        .with_store(|m| {
+            m.add(
+                NewMemory::fact("Hotfixes go through the release captain").with_scope(Scope::Team),
+            )?;
+            m.add(NewMemory::fact("My editor config lives in dotfiles"))?;
+            Ok(())
+        })
+        .unwrap();
+    drop(before);
+    let (p, memory) = checkout(dir.path(), TeamConfig::new(pg_url(), team.clone(), "ana"));
+    let status = call(&p, "team_status", json!({})).await;
+    let data = status.output.unwrap().data;
+    assert_eq!(
+        (data["teamMemories"].clone(), data["waitingToPush"].clone()),
+        (json!(0), json!(1))
+    );
+
+    let pushed = call(&p, "team_push", json!({})).await;
+    assert_eq!(
+        pushed.output.unwrap().data,
+        json!({"pushed": 1, "alreadyOnServer": 0})
+    );
+    let again = call(&p, "team_push", json!({})).await;
+    assert_eq!(
+        again.output.unwrap().data,
+        json!({"pushed": 0, "alreadyOnServer": 0})
+    );
+    let local = memory.read(|m| m.export()).unwrap().unwrap();
+    assert_eq!(
+        local.len(),
+        1,
+        "only the project memory stays local: {local:?}"
+    );
+    let status = call(&p, "team_status", json!({})).await;
+    let data = status.output.unwrap().data;
+    assert_eq!(
+        (data["teamMemories"].clone(), data["waitingToPush"].clone()),
+        (json!(1), json!(0))
+    );
+
+    let pulled = call(&p, "team_pull", json!({})).await;
+    assert_eq!(
+        pulled.output.unwrap().data,
+        json!({"pulled": 1, "alreadyLocal": 0})
+    );
+    let pulled = call(&p, "team_pull", json!({})).await;
+    assert_eq!(
+        pulled.output.unwrap().data,
+        json!({"pulled": 0, "alreadyLocal": 1})
+    );
+    // in both stores now, recalled once
+    let recalled = call(
+        &p,
+        "memory_recall",
+        json!({"query": "hotfixes release captain"}),
+    )
+    .await;
+    assert_eq!(
+        contents(&recalled),
+        ["Hotfixes go through the release captain"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn team_tools_without_a_team_say_how_to_configure_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p, _) = checkout_without_team(dir.path());
+    for tool in ["team_status", "team_push", "team_pull"] {
+        let outcome = call(&p, tool, json!({})).await;
+        assert_eq!(outcome.status, OutcomeStatus::Error, "{tool}");
+        let err = outcome.error.unwrap();
+        assert!(
+            err.contains("no team is configured: add [team] url and team"),
+            "{tool}: {err}"
+        );
+    }
+}
+
+fn checkout_without_team(dir: &std::path::Path) -> (Arc<Pipeline>, Arc<MemoryService>) {
+    let memory = Arc::new(MemoryService::for_project(dir, MemoryConfig::default()));
+    let registry = Arc::new(ToolRegistry::new());
+    register_tools(&registry, Arc::clone(&memory)).unwrap();
+    let pipeline = Pipeline::builder(registry, dir)
+        .safety(Arc::new(AllowAll))
+        .build();
+    (pipeline, memory)
 }
