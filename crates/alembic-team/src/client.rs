@@ -57,20 +57,7 @@ impl PgClient {
                 .acquire_timeout(config.connect_timeout)
                 .connect_lazy_with(options.clone())
         };
-        let (jobs, mut queue) = mpsc::unbounded_channel::<Job>();
-        std::thread::Builder::new()
-            .name("alembic-team".into())
-            .spawn(move || {
-                runtime.block_on(async move {
-                    while let Some(job) = queue.recv().await {
-                        tokio::spawn(job(pool.clone()));
-                    }
-                    pool.close().await;
-                })
-            })
-            .map_err(|e| TeamError::Worker {
-                reason: e.to_string(),
-            })?;
+        let jobs = spawn_worker(runtime, pool)?;
         let client = PgClient {
             server,
             options,
@@ -157,6 +144,28 @@ impl PgClient {
         self.jobs.send(job).map_err(|_| gone("it exited"))?;
         answer.recv().map_err(|_| gone("a job was dropped"))
     }
+}
+
+/// The connection thread: runs each job on the pool until every sender is gone.
+fn spawn_worker(
+    runtime: tokio::runtime::Runtime,
+    pool: PgPool,
+) -> Result<mpsc::UnboundedSender<Job>, TeamError> {
+    let (jobs, mut queue) = mpsc::unbounded_channel::<Job>();
+    std::thread::Builder::new()
+        .name("alembic-team".into())
+        .spawn(move || {
+            runtime.block_on(async move {
+                while let Some(job) = queue.recv().await {
+                    tokio::spawn(job(pool.clone()));
+                }
+                pool.close().await;
+            })
+        })
+        .map_err(|e| TeamError::Worker {
+            reason: e.to_string(),
+        })?;
+    Ok(jobs)
 }
 
 fn describe(options: &PgConnectOptions) -> String {

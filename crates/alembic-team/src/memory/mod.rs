@@ -323,55 +323,9 @@ impl MemoryBackend for PgMemory {
         self.run(move |who, pool| async move {
             let mut tx = pool.begin().await?;
             rows::lock_team(&mut tx, &who.team).await?;
-            let ids = |sql: &'static str, cutoff: i64| {
-                sqlx::query_scalar::<_, String>(sql)
-                    .bind(who.team.clone())
-                    .bind(cutoff)
-            };
-            let expired = ids(
-                "select id from team_memories where team = $1 and valid_to is null
-                 and expires_at is not null and expires_at <= $2",
-                now,
-            )
-            .fetch_all(&mut *tx)
-            .await?;
-            for id in &expired {
-                rows::delete_with_history(&mut tx, &who.team, id).await?;
-            }
-            let forgotten = ids(
-                "select id from team_memories where team = $1 and valid_to is null
-                 and last_accessed < $2",
-                forget_cutoff,
-            )
-            .fetch_all(&mut *tx)
-            .await?;
-            for id in &forgotten {
-                rows::delete_with_history(&mut tx, &who.team, id).await?;
-            }
-            let archived = sqlx::query(
-                "update team_memories set archived_at = $3
-                 where team = $1 and valid_to is null and archived_at is null
-                   and last_accessed < $2",
-            )
-            .bind(&who.team)
-            .bind(archive_cutoff)
-            .bind(now)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-            let remaining: i64 = sqlx::query_scalar(
-                "select count(*) from team_memories where team = $1 and valid_to is null",
-            )
-            .bind(&who.team)
-            .fetch_one(&mut *tx)
-            .await?;
+            let stats = rows::gc(&mut tx, &who.team, now, forget_cutoff, archive_cutoff).await?;
             tx.commit().await?;
-            Ok(GcStats {
-                expired: expired.len(),
-                forgotten: forgotten.len(),
-                archived: archived as usize,
-                remaining: remaining as usize,
-            })
+            Ok(stats)
         })
     }
 

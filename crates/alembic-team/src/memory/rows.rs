@@ -2,7 +2,7 @@
 //! the transaction.
 
 use alembic_memory::text::index_text;
-use alembic_memory::{Memory, MemoryError, Scope};
+use alembic_memory::{GcStats, Memory, MemoryError, Scope};
 use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Row};
 
@@ -310,4 +310,72 @@ pub(crate) async fn evict_to(
         delete_with_history(conn, team, id).await?;
     }
     Ok(())
+}
+
+/// Deletes (with their history) the current memories `sql` selects by team and cut-off.
+async fn delete_selected(
+    conn: &mut PgConnection,
+    team: &str,
+    sql: &'static str,
+    cutoff: i64,
+) -> Result<usize, TeamError> {
+    let ids: Vec<String> = sqlx::query_scalar(sql)
+        .bind(team)
+        .bind(cutoff)
+        .fetch_all(&mut *conn)
+        .await?;
+    for id in &ids {
+        delete_with_history(conn, team, id).await?;
+    }
+    Ok(ids.len())
+}
+
+/// The lifetimes at `now` (the SQLite store's rules): deletes expired memories, forgets
+/// those not accessed since `forget_cutoff`, archives those not accessed since
+/// `archive_cutoff`.
+pub(crate) async fn gc(
+    conn: &mut PgConnection,
+    team: &str,
+    now: i64,
+    forget_cutoff: i64,
+    archive_cutoff: i64,
+) -> Result<GcStats, TeamError> {
+    let expired = delete_selected(
+        conn,
+        team,
+        "select id from team_memories where team = $1 and valid_to is null
+         and expires_at is not null and expires_at <= $2",
+        now,
+    )
+    .await?;
+    let forgotten = delete_selected(
+        conn,
+        team,
+        "select id from team_memories where team = $1 and valid_to is null
+         and last_accessed < $2",
+        forget_cutoff,
+    )
+    .await?;
+    let archived = sqlx::query(
+        "update team_memories set archived_at = $3
+         where team = $1 and valid_to is null and archived_at is null and last_accessed < $2",
+    )
+    .bind(team)
+    .bind(archive_cutoff)
+    .bind(now)
+    .execute(&mut *conn)
+    .await?
+    .rows_affected();
+    let remaining: i64 = sqlx::query_scalar(
+        "select count(*) from team_memories where team = $1 and valid_to is null",
+    )
+    .bind(team)
+    .fetch_one(conn)
+    .await?;
+    Ok(GcStats {
+        expired,
+        forgotten,
+        archived: archived as usize,
+        remaining: remaining as usize,
+    })
 }
