@@ -21,9 +21,10 @@ pub const MEMORY_COMPONENT: &str = "team_memory";
 /// by optimistic writes) and the author of the last write. `search` holds content (weight A)
 /// and context (weight D) after the same CJK unigram + bigram split as the SQLite index
 /// (`alembic_tokens::text`); vectors are `real[]`, compared in the client.
-pub const MEMORY_MIGRATIONS: &[PgMigration] = &[PgMigration {
-    version: 1,
-    sql: r#"
+pub const MEMORY_MIGRATIONS: &[PgMigration] = &[
+    PgMigration {
+        version: 1,
+        sql: r#"
 create table team_memories (
     seq bigserial primary key,
     team text not null,
@@ -57,7 +58,46 @@ create index team_memories_search on team_memories using gin (search);
 create index team_memories_current on team_memories (team, scope, valid_to, archived_at);
 create index team_memories_superseded_by on team_memories (team, superseded_by);
 "#,
-}];
+    },
+    PgMigration {
+        version: 2,
+        sql: r#"
+-- BM25 as SQLite's FTS5 computes it needs each row's length in tokens and, per team, the
+-- number of rows and their total length; triggers keep both in the writing transaction
+alter table team_memories add column search_len integer not null default 0;
+create function team_memories_search_len() returns trigger language plpgsql as $$
+begin
+    new.search_len := (select coalesce(sum(array_length(u.positions, 1)), 0) from unnest(new.search) u);
+    return new;
+end $$;
+create trigger team_memories_search_len before insert or update of search on team_memories
+    for each row execute function team_memories_search_len();
+update team_memories set search = search;
+create table team_memory_stats (
+    team text primary key,
+    rows bigint not null default 0,
+    total_len bigint not null default 0
+);
+insert into team_memory_stats (team, rows, total_len)
+    select team, count(*), sum(search_len) from team_memories group by team;
+create function team_memory_stats_track() returns trigger language plpgsql as $$
+begin
+    if tg_op in ('UPDATE', 'DELETE') then
+        update team_memory_stats set rows = rows - 1, total_len = total_len - old.search_len
+            where team = old.team;
+    end if;
+    if tg_op in ('INSERT', 'UPDATE') then
+        insert into team_memory_stats (team, rows, total_len) values (new.team, 1, new.search_len)
+            on conflict (team) do update set rows = team_memory_stats.rows + 1,
+                total_len = team_memory_stats.total_len + excluded.total_len;
+    end if;
+    return null;
+end $$;
+create trigger team_memory_stats_track after insert or delete or update of search_len, team
+    on team_memories for each row execute function team_memory_stats_track();
+"#,
+    },
+];
 
 /// Brings `component` up to the last of `steps`; returns the version now applied.
 pub async fn migrate(

@@ -43,7 +43,7 @@ pub(super) fn retrieve(
     if terms.is_empty() {
         return Ok(Vec::new());
     }
-    let lexical = lexical(pm, ts_query(&terms, None), options, now)?;
+    let lexical = lexical(pm, &terms, options, now)?;
     let semantic = semantic(pm, query, &lexical);
     let retriever = MemoryRetriever::new(pm.config.retrieval.clone());
     let lexical = lexical.iter().map(|r| (r.0, r.1, r.2, r.3)).collect();
@@ -79,11 +79,48 @@ pub(super) fn retrieve(
         .collect())
 }
 
-/// The best `candidate_pool` active matches with their rank (`ts_rank`, content weight 1,
-/// context weight `context_weight`, length-normalised) and vectors.
+/// BM25 of every active match as SQLite's FTS5 computes it (k1 1.2, b 0.75, idf floored at
+/// 1e-6, a hit in the context counting `context_weight`, N and the average length over the
+/// team's rows), the best `candidate_pool` first, with their vectors.
+const BM25: &str = concat!(
+    "with q as (select distinct lexeme from unnest(to_tsvector(",
+    ts_config!(),
+    ", $2))),
+     corpus as (select rows::float8 as total,
+                       greatest(total_len::float8 / greatest(rows, 1), 1.0) as avgdl
+                from team_memory_stats where team = $1),
+     idf as (select q.lexeme, greatest(ln((corpus.total - d.n + 0.5) / (d.n + 0.5)), 1e-6) as idf
+             from q cross join corpus
+             cross join lateral (select count(*)::float8 as n from team_memories t
+                                 where t.team = $1
+                                   and t.search @@ plainto_tsquery('simple', q.lexeme)) d),
+     cand as (select m.seq, m.search, m.search_len, m.updated, m.importance, m.vector_model,
+                     m.vector
+              from team_memories m, to_tsquery(",
+    ts_config!(),
+    ", $3) tq
+              where m.team = $1 and m.search @@ tq
+                and ($5::text is null or m.scope = $5) and ($6::text is null or m.type = $6)
+                and m.valid_to is null and m.archived_at is null
+                and (m.expires_at is null or m.expires_at > $7) and m.last_accessed >= $8),
+     scored as (select c.seq,
+                       sum(i.idf * (t.tf * 2.2)
+                           / (t.tf + 1.2 * (0.25 + 0.75 * c.search_len / corpus.avgdl))) as score
+                from cand c cross join corpus
+                cross join lateral (
+                    select u.lexeme,
+                           sum(case when w = 'A' then 1.0::float8 else $4 end) as tf
+                    from unnest(c.search) u, unnest(u.weights) w group by u.lexeme) t
+                join idf i on i.lexeme = t.lexeme
+                group by c.seq)
+     select c.seq, s.score, c.updated, c.importance, c.vector_model, c.vector
+     from scored s join cand c on c.seq = s.seq
+     order by s.score desc, c.seq asc limit $9"
+);
+
 fn lexical(
     pm: &PgMemory,
-    tsq: String,
+    terms: &[String],
     options: &RetrieveOptions,
     now: i64,
 ) -> Result<Vec<LexRow>, MemoryError> {
@@ -93,23 +130,13 @@ fn lexical(
         options.scope.map(|s| s.as_str()),
         options.kind.map(|k| k.as_str()),
     );
+    let (text, tsq) = (terms.join(" "), ts_query(terms, None));
     pm.run(move |who, pool| async move {
-        let sql = concat!(
-            "select seq, ts_rank(array[$3, 0, 0, 1]::real[], search, q, 1)::float8 as score,
-                    updated, importance, vector_model, vector
-             from team_memories, to_tsquery(",
-            ts_config!(),
-            ", $2) q
-             where team = $1 and search @@ q
-               and ($4::text is null or scope = $4) and ($5::text is null or type = $5)
-               and valid_to is null and archived_at is null
-               and (expires_at is null or expires_at > $6) and last_accessed >= $7
-             order by score desc, seq asc limit $8"
-        );
-        let rows = sqlx::query(sql)
+        let rows = sqlx::query(BM25)
             .bind(&who.team)
+            .bind(&text)
             .bind(&tsq)
-            .bind(config.context_weight as f32)
+            .bind(config.context_weight)
             .bind(scope)
             .bind(kind)
             .bind(now)
@@ -117,19 +144,19 @@ fn lexical(
             .bind(config.candidate_pool.max(1) as i64)
             .fetch_all(&pool)
             .await?;
-        rows.iter()
-            .map(|r| {
-                Ok((
-                    r.try_get(0)?,
-                    r.try_get(1)?,
-                    r.try_get(2)?,
-                    r.try_get(3)?,
-                    r.try_get(4)?,
-                    r.try_get(5)?,
-                ))
-            })
-            .collect::<Result<Vec<LexRow>, TeamError>>()
+        rows.iter().map(lex_row).collect()
     })
+}
+
+fn lex_row(r: &sqlx::postgres::PgRow) -> Result<LexRow, TeamError> {
+    Ok((
+        r.try_get(0)?,
+        r.try_get(1)?,
+        r.try_get(2)?,
+        r.try_get(3)?,
+        r.try_get(4)?,
+        r.try_get(5)?,
+    ))
 }
 
 /// Cosine of the query with each lexical candidate that has a vector of the configured

@@ -34,7 +34,13 @@ fn migrations_are_versioned_and_a_newer_server_schema_is_refused() {
             .await?)
         })
         .unwrap();
-    assert_eq!(versions, [("team_memory".to_string(), 1)]);
+    assert_eq!(
+        versions,
+        [
+            ("team_memory".to_string(), 1),
+            ("team_memory".to_string(), 2)
+        ]
+    );
     admin
         .run(|pool| async move {
             sqlx::query(
@@ -47,7 +53,7 @@ fn migrations_are_versioned_and_a_newer_server_schema_is_refused() {
         .unwrap();
     let err = memory().unwrap_err().to_string();
     assert!(
-        err.contains("team_memory schema version 99, newer than this build knows (1)"),
+        err.contains("team_memory schema version 99, newer than this build knows (2)"),
         "{err}"
     );
     assert!(err.contains("upgrade alembic"), "{err}");
