@@ -132,7 +132,10 @@ fn lexical(
     );
     let (text, tsq) = (terms.join(" "), ts_query(terms, None));
     pm.run(move |who, pool| async move {
+        // planned with its arguments every time: a generic plan of this query (which sqlx's
+        // cached statements get after five runs) is two orders of magnitude slower
         let rows = sqlx::query(BM25)
+            .persistent(false)
             .bind(&who.team)
             .bind(&text)
             .bind(&tsq)
