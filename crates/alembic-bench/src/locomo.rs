@@ -15,8 +15,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use alembic_memory::{
-    DAY_MS, EmbedError, Embedder, ManualClock, MemoryConfig, NewMemory, PersistentMemory, Ranking,
-    RetrieveOptions,
+    DAY_MS, EmbedError, Embedder, ManualClock, MemoryBackend, MemoryConfig, NewMemory,
+    PersistentMemory, Ranking, RetrieveOptions,
 };
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
@@ -241,11 +241,22 @@ impl Acc {
     }
 }
 
+/// Where the benchmark stores each conversation's memories.
+#[derive(Debug, Clone, Default)]
+pub enum Backend {
+    /// An in-memory SQLite store per conversation (the default).
+    #[default]
+    Sqlite,
+    /// The team store on the PostgreSQL server at this URL, one new team per conversation.
+    Postgres { url: String },
+}
+
 /// Builds one conversation's store: every turn a memory stamped with its session time.
 fn build_store(
     conv: &Conversation,
     embedder: Option<Arc<dyn Embedder>>,
-) -> Result<PersistentMemory> {
+    backend: &Backend,
+) -> Result<Box<dyn MemoryBackend>> {
     let last = conv.turns.iter().map(|t| t.2).max().unwrap_or(0);
     let clock = Arc::new(ManualClock::new(last + DAY_MS));
     let config = MemoryConfig {
@@ -253,9 +264,25 @@ fn build_store(
         max_per_scope: conv.turns.len() + 1,
         ..MemoryConfig::default()
     };
+    let inputs = turn_memories(conv);
+    if let Backend::Postgres { url } = backend {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)?
+            .as_nanos();
+        let team = alembic_team::TeamConfig::new(url.clone(), format!("locomo-{nanos}"), "bench");
+        let mut store = alembic_team::PgMemory::open(&team, config, clock)?.with_embedder(embedder);
+        for input in inputs {
+            store.add(input)?;
+        }
+        return Ok(Box::new(store));
+    }
     let mut store = PersistentMemory::open_in_memory(config, clock)?.with_embedder(embedder);
-    let inputs: Vec<NewMemory> = conv
-        .turns
+    store.add_batch(&inputs)?;
+    Ok(Box::new(store))
+}
+
+fn turn_memories(conv: &Conversation) -> Vec<NewMemory> {
+    conv.turns
         .iter()
         .map(|(dia, text, at, previous)| {
             NewMemory::fact(text.clone())
@@ -263,13 +290,11 @@ fn build_store(
                 .with_valid_from(*at)
                 .with_context_text(previous.clone())
         })
-        .collect();
-    store.add_batch(&inputs)?;
-    Ok(store)
+        .collect()
 }
 
 fn rank_ids(
-    store: &mut PersistentMemory,
+    store: &mut dyn MemoryBackend,
     query: &str,
     ranking: Ranking,
 ) -> Result<(Vec<String>, f64)> {
@@ -339,6 +364,16 @@ pub fn evaluate_with(
     embedder: Option<Arc<dyn Embedder>>,
     batch_queries: bool,
 ) -> Result<Report> {
+    evaluate_on(conversations, embedder, batch_queries, &Backend::Sqlite)
+}
+
+/// [`evaluate_with`] on the given storage backend.
+pub fn evaluate_on(
+    conversations: &[Conversation],
+    embedder: Option<Arc<dyn Embedder>>,
+    batch_queries: bool,
+    backend: &Backend,
+) -> Result<Report> {
     let embedder = embedder.map(|inner| -> Arc<dyn Embedder> {
         Arc::new(MemoEmbedder {
             inner,
@@ -348,16 +383,16 @@ pub fn evaluate_with(
     let (mut default, mut relevance) = (Acc::default(), Acc::default());
     let mut memories = 0;
     for conv in conversations {
-        let mut store = build_store(conv, embedder.clone())?;
+        let mut store = build_store(conv, embedder.clone(), backend)?;
         if let (true, Some(e)) = (batch_queries, &embedder) {
             let questions: Vec<&str> = conv.queries.iter().map(|q| q.0.as_str()).collect();
             e.embed(&questions)?;
         }
         memories += conv.turns.len();
         for (question, gold) in &conv.queries {
-            let (ids, ms) = rank_ids(&mut store, question, Ranking::Banded)?;
+            let (ids, ms) = rank_ids(store.as_mut(), question, Ranking::Banded)?;
             default.add(&ids, gold, ms);
-            let (ids, ms) = rank_ids(&mut store, question, Ranking::RelevanceOnly)?;
+            let (ids, ms) = rank_ids(store.as_mut(), question, Ranking::RelevanceOnly)?;
             relevance.add(&ids, gold, ms);
         }
     }

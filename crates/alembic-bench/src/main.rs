@@ -34,6 +34,10 @@ enum Command {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+        /// Store the memories in the team store on this PostgreSQL server instead of SQLite
+        /// (one new team per conversation), to compare the two backends.
+        #[arg(long, value_name = "URL")]
+        team_url: Option<String>,
     },
     /// Persistent memory at scale: retrieval p50/p95 and add+consolidate throughput.
     MemoryScale {
@@ -141,7 +145,8 @@ fn main() -> Result<()> {
             data,
             embedder_dir,
             json,
-        } => run_locomo(&data, embedder_dir, json),
+            team_url,
+        } => run_locomo(&data, embedder_dir, json, team_url),
         Command::MemoryScale {
             sizes,
             queries,
@@ -223,7 +228,12 @@ fn main() -> Result<()> {
     }
 }
 
-fn run_locomo(data: &std::path::Path, embedder_dir: Option<PathBuf>, json: bool) -> Result<()> {
+fn run_locomo(
+    data: &std::path::Path,
+    embedder_dir: Option<PathBuf>,
+    json: bool,
+    team_url: Option<String>,
+) -> Result<()> {
     let conversations = locomo::load(data)?;
     let embedder: Option<Arc<dyn alembic_memory::Embedder>> = match embedder_dir {
         Some(dir) => {
@@ -231,7 +241,10 @@ fn run_locomo(data: &std::path::Path, embedder_dir: Option<PathBuf>, json: bool)
         }
         None => None,
     };
-    let report = locomo::evaluate(&conversations, embedder)?;
+    let backend = team_url.map_or(locomo::Backend::Sqlite, |url| locomo::Backend::Postgres {
+        url,
+    });
+    let report = locomo::evaluate_on(&conversations, embedder, false, &backend)?;
     print(json, &report, locomo::render(&report))
 }
 

@@ -64,6 +64,9 @@ enum Command {
     Knowledge(cmd::knowledge::KnowledgeCommand),
     /// Cold-start analysis of a project into knowledge candidates and memories (no API key needed)
     Bootstrap(cmd::bootstrap::BootstrapArgs),
+    /// Team store on PostgreSQL ([team] in config.toml): status, push and pull team memories
+    #[command(subcommand)]
+    Team(cmd::team::TeamCommand),
 }
 
 fn main() {
@@ -82,6 +85,7 @@ fn main() {
         Command::Forge(c) => cmd::forge::run(c),
         Command::Knowledge(c) => cmd::knowledge::run(c),
         Command::Bootstrap(a) => cmd::bootstrap::run(a),
+        Command::Team(c) => cmd::team::run(c),
     };
     std::process::exit(exit::report(result));
 }

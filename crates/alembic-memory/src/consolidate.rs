@@ -76,6 +76,58 @@ impl FromIterator<Outcome> for ConsolidateStats {
     }
 }
 
+/// What consolidation does with one candidate, decided from the comparison pool alone
+/// ([`MemoryConsolidator::decide`]); each storage backend applies it in its transaction.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    /// REPLACE or MERGE: insert `new` and close `old` (valid_to, superseded_by). A replacing
+    /// memory takes the candidate's vector; a merged one is embedded after the commit.
+    Supersede {
+        new: Memory,
+        old: String,
+        action: Action,
+        similarity: Option<f64>,
+    },
+    /// UPDATE: write the existing memory back with its new metadata.
+    Update { memory: Memory, similarity: f64 },
+    /// ADD: insert the candidate after making room in its scope.
+    Add {
+        memory: Memory,
+        similarity: Option<f64>,
+    },
+}
+
+impl Decision {
+    /// The outcome this decision reports.
+    pub fn outcome(&self) -> Outcome {
+        match self {
+            Decision::Supersede {
+                new,
+                old,
+                action,
+                similarity,
+            } => Outcome {
+                action: *action,
+                id: Some(new.id.clone()),
+                previous: Some(old.clone()),
+                similarity: *similarity,
+            },
+            Decision::Update { memory, similarity } => Outcome {
+                action: Action::Updated,
+                id: Some(memory.id.clone()),
+                previous: None,
+                similarity: Some(*similarity),
+            },
+            Decision::Add { memory, similarity } => Outcome {
+                action: Action::Added,
+                id: Some(memory.id.clone()),
+                previous: None,
+                similarity: *similarity,
+            },
+        }
+    }
+}
+
 /// Rule-based consolidation (no LLM call); see the module docs.
 #[derive(Debug, Clone, Default)]
 pub struct MemoryConsolidator {
@@ -157,6 +209,31 @@ impl MemoryConsolidator {
         vector: Option<Vec<f32>>,
     ) -> Result<Outcome, MemoryError> {
         let pool = self.pool(ctx, &candidate)?;
+        let decision = self.decide(&pool, candidate, ctx.now);
+        let outcome = decision.outcome();
+        match decision {
+            Decision::Supersede {
+                new, old, action, ..
+            } => {
+                let vector = (action == Action::Replaced).then_some(vector).flatten();
+                insert_superseding(ctx, &new, &old, vector.as_deref())?;
+            }
+            Decision::Update { memory, .. } => rows::write_back(ctx.tx, &memory)?,
+            Decision::Add { memory, .. } => {
+                rows::evict_to(ctx.tx, memory.scope, ctx.max_per_scope.saturating_sub(1))?;
+                let seq = rows::insert(ctx.tx, &memory)?;
+                if let (Some(v), Some(model)) = (&vector, &ctx.model) {
+                    rows::put_vector(ctx.tx, seq, model, v)?;
+                }
+            }
+        }
+        Ok(outcome)
+    }
+
+    /// What to do with `candidate` given the `pool` of existing memories it is compared
+    /// with (see the module docs). Pure, so every storage backend applies the same rules in
+    /// its own transaction.
+    pub fn decide(&self, pool: &[Memory], candidate: Memory, now: i64) -> Decision {
         if let Some(old) = pool
             .iter()
             .find(|m| contradicts(&m.content, &candidate.content))
@@ -166,13 +243,12 @@ impl MemoryConsolidator {
             new.provenance = new
                 .provenance
                 .or_else(|| Some(format!("replaces:{}", old.id)));
-            insert_superseding(ctx, &new, &old.id, vector.as_deref())?;
-            return Ok(Outcome {
+            return Decision::Supersede {
+                new,
+                old: old.id.clone(),
                 action: Action::Replaced,
-                id: Some(new.id),
-                previous: Some(old.id.clone()),
                 similarity: None,
-            });
+            };
         }
         let best = pool
             .iter()
@@ -183,15 +259,12 @@ impl MemoryConsolidator {
                 let mut m = old.clone();
                 m.importance = m.importance.max(candidate.importance);
                 m.access_count += 1;
-                m.last_accessed = ctx.now;
-                m.updated = ctx.now;
-                rows::write_back(ctx.tx, &m)?;
-                Ok(Outcome {
-                    action: Action::Updated,
-                    id: Some(m.id),
-                    previous: None,
-                    similarity: Some(sim),
-                })
+                m.last_accessed = now;
+                m.updated = now;
+                Decision::Update {
+                    memory: m,
+                    similarity: sim,
+                }
             }
             Some((sim, old)) if sim >= self.config.merge_threshold => {
                 let mut new = candidate;
@@ -200,28 +273,23 @@ impl MemoryConsolidator {
                 new.access_count = old.access_count;
                 new.valid_from = old.valid_from.min(new.valid_from);
                 new.provenance = Some(format!("merge:{}", old.id));
-                insert_superseding(ctx, &new, &old.id, None)?;
-                Ok(Outcome {
+                Decision::Supersede {
+                    new,
+                    old: old.id.clone(),
                     action: Action::Merged,
-                    id: Some(new.id),
-                    previous: Some(old.id.clone()),
                     similarity: Some(sim),
-                })
-            }
-            other => {
-                rows::evict_to(ctx.tx, candidate.scope, ctx.max_per_scope.saturating_sub(1))?;
-                let seq = rows::insert(ctx.tx, &candidate)?;
-                if let (Some(v), Some(model)) = (&vector, &ctx.model) {
-                    rows::put_vector(ctx.tx, seq, model, v)?;
                 }
-                Ok(Outcome {
-                    action: Action::Added,
-                    id: Some(candidate.id),
-                    previous: None,
-                    similarity: other.map(|o| o.0),
-                })
             }
+            other => Decision::Add {
+                memory: candidate,
+                similarity: other.map(|o| o.0),
+            },
         }
+    }
+
+    /// The thresholds and pool size this consolidator applies.
+    pub fn config(&self) -> &ConsolidationConfig {
+        &self.config
     }
 
     /// Current, unexpired memories of the candidate's scope and type that share words with it.

@@ -25,4 +25,12 @@ pub enum MemoryError {
     CorruptRow { id: String, reason: String },
     #[error(transparent)]
     Embed(#[from] crate::embed::EmbedError),
+    /// An optimistic write lost: someone changed the memory since it was read.
+    #[error(
+        "memory {id} was changed by someone else since it was read (version {version} is no longer current); read it again and retry"
+    )]
+    Conflict { id: String, version: i64 },
+    /// A failure of another storage backend (a team server), with its own message.
+    #[error(transparent)]
+    Backend(Box<dyn std::error::Error + Send + Sync>),
 }

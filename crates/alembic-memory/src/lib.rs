@@ -27,6 +27,7 @@
 //! assert!(hits[0].memory.content.contains("Coordinator"));
 //! ```
 
+mod backend;
 mod clock;
 mod config;
 mod consolidate;
@@ -41,12 +42,14 @@ mod schema;
 mod service;
 pub mod shared_tx;
 mod store;
+pub mod team_tools;
 pub mod text;
 pub mod tools;
 
+pub use backend::{MemoryBackend, try_embed};
 pub use clock::{Clock, DAY_MS, ManualClock, SystemClock};
 pub use config::{ConsolidationConfig, MemoryConfig, Ranking, RetrievalConfig};
-pub use consolidate::{Action, ConsolidateStats, MemoryConsolidator, Outcome};
+pub use consolidate::{Action, ConsolidateStats, Decision, MemoryConsolidator, Outcome};
 #[cfg(feature = "local-embeddings")]
 pub use embed::MiniLmEmbedder;
 pub use embed::{
@@ -54,7 +57,9 @@ pub use embed::{
 };
 pub use error::MemoryError;
 pub use model::{Memory, MemorySource, MemoryType, MemoryUpdate, NewMemory, Scope};
-pub use retriever::{MemoryRetriever, RetrieveOptions, ScoreParts, ScoredMemory, cosine};
+pub use retriever::{
+    Candidate, ChannelRow, MemoryRetriever, RetrieveOptions, ScoreParts, ScoredMemory, cosine,
+};
 pub use schema::{COMPONENT as SCHEMA_COMPONENT, MIGRATIONS};
-pub use service::MemoryService;
-pub use store::{GcStats, ListFilter, MemoryStats, PersistentMemory};
+pub use service::{MemoryService, TeamOpener};
+pub use store::{GcStats, ListFilter, MemoryStats, PersistentMemory, apply_update, prepare_memory};

@@ -90,16 +90,17 @@ struct Channels {
 }
 
 /// A candidate before its row is loaded: ranking needs only these fields, so full rows are
-/// read for the returned memories alone.
+/// read for the returned memories alone. `seq` is the backend's row key.
 #[derive(Debug, Clone, Copy)]
-struct Candidate {
-    seq: i64,
-    score: f64,
-    parts: ScoreParts,
+pub struct Candidate {
+    pub seq: i64,
+    pub score: f64,
+    pub parts: ScoreParts,
 }
 
-/// One row of a channel query: seq, channel score, updated, importance.
-type ChannelRow = (i64, f64, i64, f64);
+/// One row of a channel query: row key (seq), channel score (positive BM25 or cosine),
+/// updated, importance.
+pub type ChannelRow = (i64, f64, i64, f64);
 
 impl MemoryRetriever {
     pub fn new(config: RetrievalConfig) -> MemoryRetriever {
@@ -114,12 +115,40 @@ impl MemoryRetriever {
         options: &RetrieveOptions,
     ) -> Result<Vec<ScoredMemory>, MemoryError> {
         let now = pm.now_ms();
+        let lexical = self.lexical(pm, query, options, now)?;
+        let semantic = self.semantic(pm, query, options, now)?;
+        let candidates = self.rank_channels(lexical, semantic, now, options);
+        let mut scored = Vec::with_capacity(candidates.len());
+        for c in candidates {
+            if let Some(memory) = load_by_seq(pm, c.seq)? {
+                scored.push(ScoredMemory {
+                    memory,
+                    score: c.score,
+                    parts: c.parts,
+                });
+            }
+        }
+        if options.touch && !scored.is_empty() {
+            touch(pm, &scored, now)?;
+        }
+        Ok(scored)
+    }
+
+    /// The scoring half of [`Self::retrieve`], shared by every storage backend: applies the
+    /// relevance floor to the lexical and semantic channel rows (`None`: no semantic channel),
+    /// fuses them, scores, ranks and keeps `options.limit`, best first.
+    pub fn rank_channels(
+        &self,
+        lexical: Vec<ChannelRow>,
+        semantic: Option<Vec<ChannelRow>>,
+        now: i64,
+        options: &RetrieveOptions,
+    ) -> Vec<Candidate> {
         let mut channels: HashMap<i64, Channels> = HashMap::new();
-        for (seq, s, updated, importance) in self.lexical(pm, query, options, now)? {
+        for (seq, s, updated, importance) in lexical {
             let c = channels.entry(seq).or_default();
             (c.bm25, c.updated, c.importance) = (Some(s), updated, importance);
         }
-        let semantic = self.semantic(pm, query, options, now)?;
         let has_semantic = semantic.is_some();
         for (seq, cos, updated, importance) in semantic.unwrap_or_default() {
             let c = channels.entry(seq).or_default();
@@ -146,20 +175,7 @@ impl MemoryRetriever {
             options.ranking.unwrap_or(self.config.ranking),
         );
         candidates.truncate(options.limit);
-        let mut scored = Vec::with_capacity(candidates.len());
-        for c in candidates {
-            if let Some(memory) = load_by_seq(pm, c.seq)? {
-                scored.push(ScoredMemory {
-                    memory,
-                    score: c.score,
-                    parts: c.parts,
-                });
-            }
-        }
-        if options.touch && !scored.is_empty() {
-            touch(pm, &scored, now)?;
-        }
-        Ok(scored)
+        candidates
     }
 
     /// (seq, positive BM25) of the best lexical matches among active memories.

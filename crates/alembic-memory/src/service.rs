@@ -7,11 +7,18 @@
 //! exporting memories does not load a model.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use alembic_tools::ToolError;
 
-use crate::{EmbedderConfig, MemoryConfig, MemoryError, PersistentMemory, build_embedder};
+use crate::{
+    Embedder, EmbedderConfig, MemoryBackend, MemoryConfig, MemoryError, PersistentMemory,
+    build_embedder,
+};
+
+/// Opens the team store (given the embedder to use); the error names the server and cause.
+pub type TeamOpener =
+    Box<dyn Fn(Option<Arc<dyn Embedder>>) -> Result<Box<dyn MemoryBackend>, String> + Send + Sync>;
 
 /// The project's persistent memory as a shared service, opened on first use.
 pub struct MemoryService {
@@ -19,6 +26,17 @@ pub struct MemoryService {
     config: MemoryConfig,
     embedder: EmbedderConfig,
     store: OnceLock<Result<Mutex<OpenStore>, String>>,
+    built_embedder: OnceLock<Option<Arc<dyn Embedder>>>,
+    /// With a team configured: team-scoped memories live in this store, opened on first use
+    /// (so a server that is down fails team work only, never local work).
+    team: Option<TeamStore>,
+}
+
+struct TeamStore {
+    /// Who it is, for messages ("team platform on db:5432/alembic").
+    label: String,
+    open: TeamOpener,
+    store: Mutex<Option<Box<dyn MemoryBackend>>>,
 }
 
 /// The open store and whether the configured embedder was attached to it yet.
@@ -43,7 +61,60 @@ impl MemoryService {
             config,
             embedder: EmbedderConfig::None,
             store: OnceLock::new(),
+            built_embedder: OnceLock::new(),
+            team: None,
         }
+    }
+
+    /// Keeps team-scoped memories in the store `open` returns (see [`Self::with_team_store`]).
+    /// A failed open is retried at the next team call, so a server that comes back is used.
+    pub fn with_team(mut self, label: impl Into<String>, open: TeamOpener) -> Self {
+        self.team = Some(TeamStore {
+            label: label.into(),
+            open,
+            store: Mutex::new(None),
+        });
+        self
+    }
+
+    /// The team store's label when a team is configured.
+    pub fn team_label(&self) -> Option<&str> {
+        self.team.as_ref().map(|t| t.label.as_str())
+    }
+
+    /// Runs `f` on the team store, opening it first if needed: `Ok(None)` when no team is
+    /// configured, an error naming the server and the cause when it cannot be reached.
+    pub fn with_team_store<T>(
+        &self,
+        f: impl FnOnce(&mut dyn MemoryBackend) -> Result<T, MemoryError>,
+    ) -> Result<Option<T>, ToolError> {
+        let Some(team) = &self.team else {
+            return Ok(None);
+        };
+        let mut slot = team.store.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.is_none() {
+            let embedder = self.shared_embedder();
+            *slot = Some((team.open)(embedder).map_err(ToolError::failed)?);
+        }
+        let Some(store) = slot.as_mut() else {
+            return Ok(None);
+        };
+        f(store.as_mut())
+            .map(Some)
+            .map_err(|e| ToolError::failed(format!("{}: {e}", team.label)))
+    }
+
+    /// The configured embedder, built once and shared by the local and the team store. If
+    /// it cannot be built, memory works lexically and the reason is logged.
+    fn shared_embedder(&self) -> Option<Arc<dyn Embedder>> {
+        self.built_embedder
+            .get_or_init(|| {
+                build_embedder(&self.embedder).unwrap_or_else(|e| {
+                    tracing::warn!(error = %e, "memory embedder unavailable; memory is lexical");
+                    None
+                })
+            })
+            .clone()
     }
 
     /// Embeds memories and queries with this embedder (built when a writer or a search first
@@ -60,6 +131,8 @@ impl MemoryService {
             config: memory.config().clone(),
             embedder: EmbedderConfig::None,
             store: OnceLock::new(),
+            built_embedder: OnceLock::new(),
+            team: None,
         };
         let open = OpenStore {
             memory,
@@ -88,11 +161,7 @@ impl MemoryService {
         let mut open = self.lock()?;
         if !open.embedder_attached {
             open.embedder_attached = true;
-            let embedder = build_embedder(&self.embedder).unwrap_or_else(|e| {
-                tracing::warn!(error = %e, "memory embedder unavailable; memory is lexical");
-                None
-            });
-            open.memory.set_embedder(embedder);
+            open.memory.set_embedder(self.shared_embedder());
         }
         f(&mut open.memory).map_err(|e| ToolError::failed(e.to_string()))
     }

@@ -72,8 +72,9 @@ impl std::fmt::Debug for PersistentMemory {
     }
 }
 
-/// Checks and normalises an input into a new memory row (not yet stored).
-pub(crate) fn prepare_memory(
+/// Checks and normalises an input into a new memory row (not yet stored): trimmed content,
+/// a new id, timestamps and TTL from `now`. Every backend prepares its rows with this.
+pub fn prepare_memory(
     config: &MemoryConfig,
     input: &NewMemory,
     now: i64,
@@ -102,6 +103,37 @@ pub(crate) fn prepare_memory(
         superseded_by: None,
         tags: input.tags.clone(),
     })
+}
+
+/// Applies an edit to a memory read from the store: the same checks as a new memory's,
+/// `updated` set to `now`. Every backend edits with this.
+pub fn apply_update(
+    config: &MemoryConfig,
+    m: &mut Memory,
+    change: &MemoryUpdate,
+    now: i64,
+) -> Result<(), MemoryError> {
+    if let Some(content) = &change.content {
+        let probe = NewMemory::fact(content.clone()).with_importance(m.importance);
+        m.content = prepare_memory(config, &probe, now)?.content;
+    }
+    if let Some(importance) = change.importance {
+        if !(1.0..=10.0).contains(&importance) {
+            return Err(MemoryError::BadImportance { value: importance });
+        }
+        m.importance = importance;
+    }
+    if let Some(kind) = change.kind {
+        m.kind = kind;
+    }
+    if let Some(ttl) = change.ttl_days {
+        m.expires_at = ttl.map(|d| now + (d * DAY_MS as f64) as i64);
+    }
+    if let Some(tags) = &change.tags {
+        m.tags = tags.clone();
+    }
+    m.updated = now;
+    Ok(())
 }
 
 fn new_id() -> String {
@@ -182,18 +214,9 @@ impl PersistentMemory {
         prepare_memory(&self.config, input, now)
     }
 
-    /// Embeds texts when an embedder is configured; a failing embedder yields `None` so the
-    /// write still succeeds (the vector is filled later by [`Self::embed_missing`]).
+    /// Embeds texts when an embedder is configured (see [`crate::backend::try_embed`]).
     pub(crate) fn try_embed(&self, texts: &[&str]) -> Option<Vec<Vec<f32>>> {
-        let embedder = self.embedder.as_ref()?;
-        match embedder.embed(texts) {
-            Ok(v) if v.len() == texts.len() => Some(v),
-            Ok(_) => None,
-            Err(e) => {
-                tracing::debug!(error = %e, "embedding failed; memory stored without a vector");
-                None
-            }
-        }
+        crate::backend::try_embed(self.embedder.as_ref(), texts)
     }
 
     /// Adds one memory without consolidation. Capacity is enforced in the same transaction.
@@ -251,26 +274,7 @@ impl PersistentMemory {
         let mut m = self
             .get(id)?
             .ok_or_else(|| MemoryError::NotFound { id: id.into() })?;
-        if let Some(content) = &change.content {
-            let probe = NewMemory::fact(content.clone()).with_importance(m.importance);
-            m.content = self.prepare(&probe, now)?.content;
-        }
-        if let Some(importance) = change.importance {
-            if !(1.0..=10.0).contains(&importance) {
-                return Err(MemoryError::BadImportance { value: importance });
-            }
-            m.importance = importance;
-        }
-        if let Some(kind) = change.kind {
-            m.kind = kind;
-        }
-        if let Some(ttl) = change.ttl_days {
-            m.expires_at = ttl.map(|d| now + (d * DAY_MS as f64) as i64);
-        }
-        if let Some(tags) = change.tags {
-            m.tags = tags;
-        }
-        m.updated = now;
+        apply_update(&self.config, &mut m, &change, now)?;
         let vector = match change.content {
             Some(_) => self.try_embed(&[m.content.as_str()]),
             None => None,

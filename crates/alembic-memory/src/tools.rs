@@ -3,7 +3,10 @@
 //! (in no agent preset), all backed by the project's one [`MemoryService`].
 //!
 //! Each tool is registered with the service handle, so a runtime without persistent memory
-//! simply does not register them. SQLite work is short (one indexed query or one
+//! simply does not register them. With a team configured ([`MemoryService::with_team`]),
+//! `memory_remember` with scope `team` writes to the team store, `memory_recall` merges team
+//! memories into the local ones (or says why the team store is unavailable) and
+//! `memory_forget` reaches team memories too. SQLite work is short (one indexed query or one
 //! transaction) and runs on the calling task.
 
 use std::sync::Arc;
@@ -14,7 +17,7 @@ use alembic_tools::{
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-pub use crate::service::MemoryService;
+pub use crate::service::{MemoryService, TeamOpener};
 use crate::{
     ConsolidateStats, MemorySource, MemoryType, NewMemory, RetrieveOptions, Scope, ScoredMemory,
 };
@@ -32,6 +35,7 @@ pub fn register_tools(
     registry.register(recall_tool(Arc::clone(&memory)))?;
     registry.register(remember_tool(Arc::clone(&memory)))?;
     registry.register(forget_tool(Arc::clone(&memory)))?;
+    crate::team_tools::register_tools(registry, Arc::clone(&memory))?;
     crate::operator_tools::register_tools(registry, memory)
 }
 
@@ -92,9 +96,51 @@ fn recall_tool(memory: Arc<MemoryService>) -> ToolDefinition {
             kind: args.kind.map(MemoryType::from),
             ..RetrieveOptions::default()
         };
-        let hits = memory.with_store(|m| m.retrieve(&args.query, &options))?;
-        Ok(recall_output(&args.query, &hits))
+        let mut hits = memory.with_store(|m| m.retrieve(&args.query, &options))?;
+        let team_error = match recall_team(&memory, &args.query, &options) {
+            Ok(team_hits) => {
+                // a pulled memory is in both stores; show it once
+                let local: std::collections::HashSet<String> =
+                    hits.iter().map(|h| h.memory.id.clone()).collect();
+                hits.extend(
+                    team_hits
+                        .into_iter()
+                        .filter(|h| !local.contains(&h.memory.id)),
+                );
+                hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+                hits.truncate(options.limit);
+                None
+            }
+            Err(e) => Some(e.to_string()),
+        };
+        let mut output = recall_output(&args.query, &hits);
+        if let Some(e) = team_error {
+            output.data["teamError"] = json!(e);
+            output
+                .text
+                .push_str(&format!("\nteam memories unavailable: {e}"));
+        }
+        Ok(output)
     })
+}
+
+/// Team memories for a recall (none without a team). Local and team hits are merged by
+/// score; each store normalises relevance over its own candidates.
+fn recall_team(
+    memory: &MemoryService,
+    query: &str,
+    options: &RetrieveOptions,
+) -> Result<Vec<ScoredMemory>, ToolError> {
+    if options.scope.is_some_and(|s| s != Scope::Team) {
+        return Ok(Vec::new());
+    }
+    let options = RetrieveOptions {
+        scope: Some(Scope::Team),
+        ..options.clone()
+    };
+    Ok(memory
+        .with_team_store(|t| t.retrieve(query, &options))?
+        .unwrap_or_default())
 }
 
 fn recall_output(query: &str, hits: &[ScoredMemory]) -> ToolOutput {
@@ -203,7 +249,14 @@ fn remember_tool(memory: Arc<MemoryService>) -> ToolDefinition {
     )
     .handler(memory, |memory, args, ctx| async move {
         let candidate = args.candidate(ctx.caller.id.clone());
-        let stats = memory.with_store(|m| m.consolidate(std::slice::from_ref(&candidate)))?;
+        let one = std::slice::from_ref(&candidate);
+        // with a team configured, team-scoped memories go to the team store (or fail there)
+        if candidate.scope == Scope::Team
+            && let Some(stats) = memory.with_team_store(|t| t.consolidate(one))?
+        {
+            return remember_output(&stats);
+        }
+        let stats = memory.with_store(|m| m.consolidate(one))?;
         remember_output(&stats)
     })
 }
@@ -243,7 +296,9 @@ fn forget_tool(memory: Arc<MemoryService>) -> ToolDefinition {
     )
     .handler(memory, |memory, args, _ctx| async move {
         let id = args.id;
-        if !memory.with_store(|m| m.forget(&id))? {
+        let forgotten = memory.with_store(|m| m.forget(&id))?
+            || memory.with_team_store(|t| t.forget(&id))? == Some(true);
+        if !forgotten {
             return Err(ToolError::NotFound(format!("no memory with id \"{id}\"")));
         }
         Ok(ToolOutput::new(

@@ -57,6 +57,21 @@ pub const DEFAULT_CONFIG: &str = r#"# Alembic project configuration. Every setti
 # and the preferences you state become candidate memories.
 # extract_from_conversations = true
 
+[team]
+# A team store on PostgreSQL (an existing server): team-scoped memories live there, shared by
+# every checkout and CI job of the team; project and user memories stay in .alembic/alembic.db.
+# Without this section (and without ALEMBIC_TEAM_URL) nothing changes.
+# A URL with a password is refused in a file others can read: set ALEMBIC_TEAM_URL instead, or
+# name a file with mode 0600 in url_file. sslmode (disable, prefer, require, verify-ca,
+# verify-full) is passed to the client as written.
+# url = "postgres://me@db.example:5432/alembic?sslmode=verify-full"
+# url_file = "team-url"
+# team = "platform"
+# Recorded on every team write; default: the OS user ($USER, $LOGNAME).
+# author = "me"
+# Seconds to wait for the server before a team call fails (1..120).
+# connect_timeout_secs = 5
+
 [forge]
 # Let `alembic forge generate` run LLM-written tools in the QuickJS sandbox (also turned on by
 # ALEMBIC_ENABLE_FORGE_GENERATE=true). Off by default; reuse and compose are always available.

@@ -25,6 +25,7 @@ pub use alembic_memory as memory;
 pub use alembic_safety as safety;
 pub use alembic_skills as skills;
 pub use alembic_store as store;
+pub use alembic_team as team;
 pub use alembic_tools as tools;
 
 pub mod bootstrap_llm;
@@ -34,6 +35,7 @@ pub mod llm_provider;
 pub mod mcp_config;
 pub mod memory_config;
 mod rebuild;
+pub mod team_config;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -142,10 +144,12 @@ impl ProjectServices {
         ));
         Ok(ProjectServices {
             code,
-            memory: Arc::new(
-                alembic_memory::tools::MemoryService::for_project(root, memory.memory)
-                    .with_embedder_config(memory_embedder),
-            ),
+            memory: Arc::new(team_config::memory_service(
+                root,
+                config,
+                memory.memory,
+                memory_embedder,
+            )?),
             knowledge: Arc::new(alembic_knowledge::KnowledgeService::for_project(root)),
             safety: Arc::new(
                 alembic_safety::tools::SafetyServices::for_root(root)

@@ -11,4 +11,5 @@ pub mod knowledge;
 pub mod mcp;
 pub mod memory;
 pub mod safety;
+pub mod team;
 pub mod tools;

@@ -14,6 +14,7 @@ mod mcp_robustness;
 mod memory_cli;
 mod safety_cli;
 mod skills_cli;
+mod team_cli;
 mod tools_cli;
 
 use assert_cmd::Command;

@@ -5,4 +5,5 @@ mod rebuild_index;
 mod scenario2;
 mod scenario3;
 mod seed_tools;
+mod team_store;
 mod tool_schemas;

@@ -128,7 +128,7 @@ const SEED_TOOLS: &[(&str, usize, &[&str])] = &[
 
 /// Tools Alembic registers beyond the seed's sixty, with their module: persistent memory
 /// (the seed's memory system exposed as tools), the forge's operator tools and `forge_tool`
-/// (ToolForge in the agent loop).
+/// (ToolForge in the agent loop), and the team store's operator tools (`alembic team`).
 const EXTRA_TOOLS: &[(&str, &str)] = &[
     ("forge_promote", "infrastructure"),
     ("forge_remove", "infrastructure"),
@@ -139,6 +139,9 @@ const EXTRA_TOOLS: &[(&str, &str)] = &[
     ("memory_import", "infrastructure"),
     ("memory_recall", "query"),
     ("memory_remember", "infrastructure"),
+    ("team_pull", "infrastructure"),
+    ("team_push", "infrastructure"),
+    ("team_status", "infrastructure"),
 ];
 
 fn registered() -> BTreeMap<String, String> {

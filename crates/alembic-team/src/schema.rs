@@ -1,0 +1,148 @@
+//! Versioned schema of the team stores on PostgreSQL, like the SQLite store's
+//! (`alembic_store::migrate`): steps per component in `alembic_schema_migrations`, each step
+//! in the transaction that records it, under an advisory lock so two clients starting at
+//! once do not both apply it. A server whose schema is newer than this build is refused.
+
+use sqlx::PgPool;
+
+use crate::error::TeamError;
+
+/// One schema step. Never edit a released step; append a new one.
+#[derive(Debug, Clone, Copy)]
+pub struct PgMigration {
+    pub version: i64,
+    pub sql: &'static str,
+}
+
+/// Component name of the team memory tables.
+pub const MEMORY_COMPONENT: &str = "team_memory";
+
+/// The team memory schema. Rows carry their team, a version (bumped by every edit, checked
+/// by optimistic writes) and the author of the last write. `search` holds content (weight A)
+/// and context (weight D) after the same CJK unigram + bigram split as the SQLite index
+/// (`alembic_tokens::text`); vectors are `real[]`, compared in the client.
+pub const MEMORY_MIGRATIONS: &[PgMigration] = &[
+    PgMigration {
+        version: 1,
+        sql: r#"
+create table team_memories (
+    seq bigserial primary key,
+    team text not null,
+    id text not null,
+    scope text not null check (scope in ('project', 'user', 'team')),
+    type text not null check (type in ('fact', 'insight', 'preference')),
+    content text not null,
+    source text not null check (source in ('bootstrap', 'user', 'system')),
+    importance double precision not null check (importance >= 1 and importance <= 10),
+    access_count bigint not null default 0,
+    last_accessed bigint not null,
+    created bigint not null,
+    updated bigint not null,
+    expires_at bigint,
+    source_dimension text,
+    provenance text,
+    context text,
+    archived_at bigint,
+    valid_from bigint not null,
+    valid_to bigint,
+    superseded_by text,
+    tags text not null default '[]',
+    version bigint not null default 1,
+    author text not null,
+    search tsvector not null,
+    vector_model text,
+    vector real[],
+    unique (team, id)
+);
+create index team_memories_search on team_memories using gin (search);
+create index team_memories_current on team_memories (team, scope, valid_to, archived_at);
+create index team_memories_superseded_by on team_memories (team, superseded_by);
+"#,
+    },
+    PgMigration {
+        version: 2,
+        sql: r#"
+-- BM25 as SQLite's FTS5 computes it needs each row's length in tokens and, per team, the
+-- number of rows and their total length; triggers keep both in the writing transaction
+alter table team_memories add column search_len integer not null default 0;
+create function team_memories_search_len() returns trigger language plpgsql as $$
+begin
+    new.search_len := (select coalesce(sum(array_length(u.positions, 1)), 0) from unnest(new.search) u);
+    return new;
+end $$;
+create trigger team_memories_search_len before insert or update of search on team_memories
+    for each row execute function team_memories_search_len();
+update team_memories set search = search;
+create table team_memory_stats (
+    team text primary key,
+    rows bigint not null default 0,
+    total_len bigint not null default 0
+);
+insert into team_memory_stats (team, rows, total_len)
+    select team, count(*), sum(search_len) from team_memories group by team;
+create function team_memory_stats_track() returns trigger language plpgsql as $$
+begin
+    if tg_op in ('UPDATE', 'DELETE') then
+        update team_memory_stats set rows = rows - 1, total_len = total_len - old.search_len
+            where team = old.team;
+    end if;
+    if tg_op in ('INSERT', 'UPDATE') then
+        insert into team_memory_stats (team, rows, total_len) values (new.team, 1, new.search_len)
+            on conflict (team) do update set rows = team_memory_stats.rows + 1,
+                total_len = team_memory_stats.total_len + excluded.total_len;
+    end if;
+    return null;
+end $$;
+create trigger team_memory_stats_track after insert or delete or update of search_len, team
+    on team_memories for each row execute function team_memory_stats_track();
+"#,
+    },
+];
+
+/// Brings `component` up to the last of `steps`; returns the version now applied.
+pub async fn migrate(
+    pool: &PgPool,
+    server: &str,
+    component: &str,
+    steps: &[PgMigration],
+) -> Result<i64, TeamError> {
+    let known = steps.iter().map(|s| s.version).max().unwrap_or(0);
+    let mut tx = pool.begin().await?;
+    sqlx::query("select pg_advisory_xact_lock(hashtext('alembic_schema_migrations'))")
+        .execute(&mut *tx)
+        .await?;
+    sqlx::raw_sql(
+        "create table if not exists alembic_schema_migrations (
+             component text not null,
+             version bigint not null,
+             applied_at timestamptz not null default now(),
+             primary key (component, version)
+         )",
+    )
+    .execute(&mut *tx)
+    .await?;
+    let found: i64 = sqlx::query_scalar(
+        "select coalesce(max(version), 0) from alembic_schema_migrations where component = $1",
+    )
+    .bind(component)
+    .fetch_one(&mut *tx)
+    .await?;
+    if found > known {
+        return Err(TeamError::SchemaTooNew {
+            server: server.to_string(),
+            component: component.to_string(),
+            found,
+            known,
+        });
+    }
+    for step in steps.iter().filter(|s| s.version > found) {
+        sqlx::raw_sql(step.sql).execute(&mut *tx).await?;
+        sqlx::query("insert into alembic_schema_migrations (component, version) values ($1, $2)")
+            .bind(component)
+            .bind(step.version)
+            .execute(&mut *tx)
+            .await?;
+    }
+    tx.commit().await?;
+    Ok(known)
+}
