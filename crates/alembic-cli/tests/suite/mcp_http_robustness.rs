@@ -234,7 +234,6 @@ async fn hostile_http(s: &Session, addr: &str) -> usize {
             401,
         ),
         ("malformed JSON", &[], b"{not json".to_vec(), 400),
-        ("body past the limit", &[], vec![b' '; 2 * 1024 * 1024], 413),
     ];
     let mut count = 0;
     for (what, changes, body, want) in cases {
@@ -249,6 +248,15 @@ async fn hostile_http(s: &Session, addr: &str) -> usize {
         assert_eq!(got, want, "{what}");
         count += 1;
     };
+    // A 2 MiB body is declared but not sent: the server answers from the header, and a client
+    // still writing 2 MiB could see its pipe closed before it reads the 413.
+    let declared = format!(
+        "mcp-session-id: {}\r\ncontent-length: {}\r\n\r\n",
+        s.id,
+        2 * 1024 * 1024
+    );
+    let status = raw(addr, post_head(&s.token, &declared).as_bytes(), false);
+    check("body past the limit", status_code(&status), 413);
     let pad = format!("x-pad: {}\r\n\r\n", "a".repeat(256 * 1024));
     let status = raw(addr, post_head(&s.token, &pad).as_bytes(), false);
     check("oversized headers", status_code(&status), 431);
