@@ -43,6 +43,18 @@ pub struct Outcome {
     pub similarity: Option<f64>,
 }
 
+impl Outcome {
+    /// A candidate left out before any comparison (empty after preparation).
+    pub fn skipped() -> Self {
+        Self {
+            action: Action::Skipped,
+            id: None,
+            previous: None,
+            similarity: None,
+        }
+    }
+}
+
 /// Counts per action, plus the outcome of every candidate in input order.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ConsolidateStats {
@@ -181,12 +193,7 @@ impl MemoryConsolidator {
         };
         for candidate in prepared {
             let Some(candidate) = candidate else {
-                stats.record(Outcome {
-                    action: Action::Skipped,
-                    id: None,
-                    previous: None,
-                    similarity: None,
-                });
+                stats.record(Outcome::skipped());
                 continue;
             };
             let vector = vectors.next();

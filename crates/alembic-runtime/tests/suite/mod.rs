@@ -4,6 +4,7 @@ mod memory_config;
 mod rebuild_index;
 mod scenario2;
 mod scenario3;
+mod scripted;
 mod seed_tools;
 mod team_store;
 mod tool_schemas;

@@ -8,6 +8,8 @@
 use std::sync::Arc;
 
 use alembic_llm::fake::{FakeReply, FakeServer, FakeTurn, RecordedRequest};
+
+use super::scripted::calls_so_far;
 use alembic_llm::{LlmProvider, ProviderKind, ToolChoice};
 use alembic_runtime::ProjectRuntime;
 use alembic_runtime::agent::{
@@ -89,26 +91,6 @@ fn project() -> tempfile::TempDir {
         std::fs::write(dir.path().join(path), text).unwrap();
     }
     dir
-}
-
-/// The tool calls of the conversation so far: (name, arguments).
-fn calls_so_far(request: &RecordedRequest) -> Vec<(String, Value)> {
-    let messages = request.body["messages"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    messages
-        .iter()
-        .flat_map(|m| m["tool_calls"].as_array().cloned().unwrap_or_default())
-        .map(|c| {
-            let f = &c["function"];
-            let args = f["arguments"]
-                .as_str()
-                .and_then(|a| serde_json::from_str(a).ok())
-                .unwrap_or(Value::Null);
-            (f["name"].as_str().unwrap_or("").to_string(), args)
-        })
-        .collect()
 }
 
 fn told_to_converge(request: &RecordedRequest) -> bool {

@@ -234,12 +234,7 @@ pub(super) fn consolidate(
         let mut outcomes = Vec::new();
         for candidate in prepared {
             let Some(candidate) = candidate else {
-                outcomes.push(Outcome {
-                    action: Action::Skipped,
-                    id: None,
-                    previous: None,
-                    similarity: None,
-                });
+                outcomes.push(Outcome::skipped());
                 continue;
             };
             let vector = vectors.next();
