@@ -27,6 +27,7 @@ mod config;
 mod error;
 mod memory;
 pub mod schema;
+pub mod tx;
 
 pub use client::PgClient;
 pub use config::{DEFAULT_CONNECT_TIMEOUT, TeamConfig, check_url};
