@@ -57,6 +57,7 @@ pub use language::Lang;
 pub use semantic::{CodeEmbedder, SearchMode, SemanticSearch};
 pub use service::CodeService;
 pub use summary::{
-    CallSite, FileSummary, Import, Method, Property, ReceiverKind, TypeDecl, TypeKind,
+    CallSite, FileSummary, Import, ImportedName, Method, ParentOrigin, Property, ReceiverKind,
+    TypeDecl, TypeKind,
 };
 pub use tools::{TOOL_NAMES, register_tools};

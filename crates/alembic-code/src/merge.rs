@@ -46,7 +46,7 @@ pub(crate) fn merge_named(name: &str, decls: &[(&FileSummary, &TypeDecl)]) -> Ve
     let shared = scopes.len() > 1;
     let mut groups: Vec<Option<TypeInfo>> = vec![None; scopes.len().max(1)];
     for (file, decl) in decls {
-        let i = group_of(&scopes, file);
+        let i = group_of(&scopes, file, decl);
         let key = match scopes.get(i) {
             Some((scope, _)) => type_key(name, scope, shared),
             None => name.to_string(),
@@ -57,11 +57,30 @@ pub(crate) fn merge_named(name: &str, decls: &[(&FileSummary, &TypeDecl)]) -> Ve
     groups.into_iter().flatten().collect()
 }
 
-/// Index of the group a declaration belongs to (0 when there is no primary at all).
-fn group_of(scopes: &[(String, &str)], file: &FileSummary) -> usize {
+/// Index of the group a declaration belongs to (0 when there is no primary at all): its
+/// own scope's, else the one in the module its file imports the type from (a Rust
+/// `use a::C; impl C`), else the nearest by path.
+fn group_of(scopes: &[(String, &str)], file: &FileSummary, decl: &TypeDecl) -> usize {
     let scope = scope_of(file.language, &file.path);
     if let Some(i) = scopes.iter().position(|(s, _)| *s == scope) {
         return i;
+    }
+    let module = decl
+        .origins
+        .iter()
+        .find(|o| o.name == decl.name && !decl.kind.is_primary())
+        .and_then(|o| o.module.as_deref());
+    if let Some(module) = module {
+        let mut by_file: Vec<(String, String)> = scopes
+            .iter()
+            .map(|(_, p)| (p.to_string(), p.to_string()))
+            .collect();
+        by_file.sort();
+        if let Some(path) = in_module(&by_file, module, &file.path)
+            && let Some(i) = scopes.iter().position(|(_, p)| *p == path)
+        {
+            return i;
+        }
     }
     let mut best = 0;
     let mut best_len = 0;
@@ -117,6 +136,58 @@ pub(crate) fn nearest<'a>(by_file: &'a [(String, String)], from: &str) -> Option
     by_file.get(first).map(|(_, k)| k.as_str())
 }
 
+/// Of several same-named types, given as (file, key) sorted, the one a parent imported
+/// from `module` means: those [`module_score`] ranks best, and among those the one
+/// [`nearest`] to `from`. `None` when no file is in the module.
+pub(crate) fn in_module<'a>(
+    by_file: &'a [(String, String)],
+    module: &str,
+    from: &str,
+) -> Option<&'a str> {
+    let best = by_file
+        .iter()
+        .map(|(f, _)| module_score(f, module))
+        .max()
+        .filter(|b| *b > 0)?;
+    let matching: Vec<(String, String)> = by_file
+        .iter()
+        .filter(|(f, _)| module_score(f, module) == best)
+        .cloned()
+        .collect();
+    let key = nearest(&matching, from)?;
+    by_file
+        .iter()
+        .find(|(_, k)| k == key)
+        .map(|(_, k)| k.as_str())
+}
+
+/// How well a file fits a module given as `/`-separated segments: 3 when the file is the
+/// module (`a/b.py` for `a/b`), 2 when it sits directly in it as a package (`a/b/mod.rs`,
+/// `a/b/Base.java`), 1 when it lies deeper under a directory path of that name (a Swift
+/// module's `Sources/UIKit/Views/`), else 0.
+pub(crate) fn module_score(file: &str, module: &str) -> u8 {
+    let stem = file.rsplit_once('.').map_or(file, |(s, _)| s);
+    let dir = stem.rsplit_once('/').map_or("", |(d, _)| d);
+    if ends_with_segments(stem, module) {
+        3
+    } else if ends_with_segments(dir, module) {
+        2
+    } else if format!("/{dir}/").contains(&format!("/{module}/")) {
+        1
+    } else {
+        0
+    }
+}
+
+/// Whether `path` ends with the segments of `suffix` (`a/b/c` ends with `b/c`, not with
+/// `/c`'s neighbour `bc`).
+fn ends_with_segments(path: &str, suffix: &str) -> bool {
+    path == suffix
+        || path
+            .strip_suffix(suffix)
+            .is_some_and(|rest| rest.ends_with('/'))
+}
+
 fn new_type(key: String, file: &FileSummary, decl: &TypeDecl) -> TypeInfo {
     TypeInfo {
         name: key,
@@ -131,6 +202,7 @@ fn new_type(key: String, file: &FileSummary, decl: &TypeDecl) -> TypeInfo {
         properties: Vec::new(),
         extensions: Vec::new(),
         declared: false,
+        parent_modules: std::collections::BTreeMap::new(),
     }
 }
 
@@ -146,8 +218,18 @@ fn add_decl(info: &mut TypeInfo, file: &FileSummary, decl: &TypeDecl) {
     if info.superclass.is_none() {
         info.superclass = decl.superclass.clone();
     }
+    for origin in &decl.origins {
+        if let Some(module) = &origin.module {
+            info.parent_modules
+                .entry(origin.name.clone())
+                .or_insert_with(|| module.clone());
+        }
+    }
     for c in &decl.conformances {
-        if !info.conformances.contains(c) && *c != info.simple_name {
+        // A type does not conform to itself, unless the file says the name is another
+        // module's (`class Base implements other.Base`).
+        let own = *c == info.simple_name && !info.parent_modules.contains_key(c);
+        if !info.conformances.contains(c) && !own {
             info.conformances.push(c.clone());
         }
     }

@@ -72,6 +72,28 @@ pub struct TypeDecl {
     pub end_line: usize,
     pub methods: Vec<Method>,
     pub properties: Vec<Property>,
+    /// What the file says about parents beyond their simple names: the alias or qualified
+    /// name written, and the module they come from. `superclass` and `conformances` hold
+    /// the de-aliased simple names ([`crate::extract`] resolves them when the file is read).
+    /// A Rust `impl` of an imported type also has one for its own name (the type extended).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub origins: Vec<ParentOrigin>,
+}
+
+/// Where a parent named in a type declaration comes from, when the file tells.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ParentOrigin {
+    /// The parent's simple name, as in `superclass` / `conformances` (`Blueprint`).
+    pub name: String,
+    /// The parent as written, when that differs (`SansioBlueprint`, `ns.Base`,
+    /// `com.acme.Base`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub written: Option<String>,
+    /// The module it comes from as `/`-separated path segments, relative imports already
+    /// joined to the file's directory (`src/flask/sansio/blueprints`, `com/acme`, `UIKit`);
+    /// it picks among same-named project types.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub module: Option<String>,
 }
 
 /// A method or function.
@@ -109,6 +131,24 @@ pub struct Property {
 pub struct Import {
     pub module: String,
     pub line: usize,
+    /// The names the import binds in the file, when the language's import says them
+    /// (`from m import A as B`, `import { A as B }`, `use a::A as B`, `import a.A`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub names: Vec<ImportedName>,
+}
+
+/// One name an import binds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImportedName {
+    /// The name the file uses (`SansioBlueprint`, `ns`).
+    pub local: String,
+    /// The name in the module it comes from (`Blueprint`); `None` when the binding is the
+    /// module itself or its default export (`import * as ns`, `import Base from`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The module as written, without the name (`.sansio.blueprints`, `./base`,
+    /// `crate::a::b`, `com.acme`).
+    pub from: String,
 }
 
 /// One call site.

@@ -2,7 +2,7 @@
 
 use tree_sitter::Node;
 
-use super::{Found, RawCall, Walker, last_ident};
+use super::{Found, RawCall, Walker, last_ident, qualified_import};
 use crate::summary::TypeKind;
 
 pub(super) fn classify(w: &Walker, node: Node) -> Found {
@@ -39,7 +39,12 @@ pub(super) fn classify(w: &Walker, node: Node) -> Found {
                 .trim_start_matches("import")
                 .trim_end_matches(';');
             let module = text.trim().trim_start_matches("static ").trim();
-            Found::Imports(vec![w.import(node, module)])
+            let mut import = w.import(node, module);
+            // `import a.b.C` binds `C`; static and wildcard imports bind no type.
+            if !text.trim().starts_with("static ") && !module.ends_with('*') {
+                import.names = qualified_import(module, None);
+            }
+            Found::Imports(vec![import])
         }
         "method_invocation" => call(w, node),
         "object_creation_expression" => {
@@ -53,14 +58,14 @@ pub(super) fn classify(w: &Walker, node: Node) -> Found {
     }
 }
 
-/// Type names in a `type_list` under `node` (`implements A, B`, `extends A, B`).
+/// Type names as written in a `type_list` under `node` (`implements A, B`, `extends A, B`).
 fn type_list(w: &Walker, node: Node) -> Vec<String> {
     let Some(list) = w.first_child_of_kind(node, &["type_list"]) else {
         return Vec::new();
     };
     let mut cursor = list.walk();
     list.named_children(&mut cursor)
-        .map(|t| last_ident(w.text(t)).to_string())
+        .map(|t| w.text(t).to_string())
         .collect()
 }
 
@@ -70,7 +75,7 @@ fn class(w: &Walker, node: Node, kind: TypeKind) -> Found {
     decl.superclass = node
         .child_by_field_name("superclass")
         .and_then(|s| s.named_child(0))
-        .map(|t| last_ident(w.text(t)).to_string());
+        .map(|t| w.text(t).to_string());
     decl.conformances = node
         .child_by_field_name("interfaces")
         .map(|i| type_list(w, i))

@@ -4,7 +4,7 @@
 use tree_sitter::Node;
 
 use super::{Found, RawCall, Walker, last_ident};
-use crate::summary::{Method, TypeKind};
+use crate::summary::{ImportedName, Method, TypeKind};
 
 pub(super) fn classify(w: &Walker, node: Node) -> Found {
     match node.kind() {
@@ -37,8 +37,12 @@ pub(super) fn classify(w: &Walker, node: Node) -> Found {
             }
         }
         "import_statement" => {
-            let source = w.field_text(node, "source").unwrap_or("");
-            Found::Imports(vec![w.import(node, unquote(source))])
+            let source = unquote(w.field_text(node, "source").unwrap_or(""));
+            let names = w
+                .first_child_of_kind(node, &["import_clause"])
+                .map(|c| import_names(w, c, source))
+                .unwrap_or_default();
+            Found::Imports(vec![w.import_binding(node, source, names)])
         }
         "call_expression" => call(w, node),
         "new_expression" => {
@@ -59,13 +63,86 @@ fn unquote(text: &str) -> &str {
     text.trim_matches(|c| c == '"' || c == '\'' || c == '`')
 }
 
+/// Parent types as written (`Base`, `ns.Base`, `Base<T>`); simple names come later.
 fn type_names(w: &Walker, clause: Node) -> Vec<String> {
     let mut cursor = clause.walk();
     clause
         .named_children(&mut cursor)
-        .map(|t| last_ident(w.text(t)).to_string())
-        .filter(|t| !t.is_empty())
+        .map(|t| w.text(t).to_string())
+        .filter(|t| !last_ident(t).is_empty())
         .collect()
+}
+
+/// What `import Default, * as ns, { A as B, C } from "m"` binds.
+fn import_names(w: &Walker, clause: Node, from: &str) -> Vec<ImportedName> {
+    let binding = |local: &str, name: Option<&str>| ImportedName {
+        local: local.to_string(),
+        name: name.map(str::to_string),
+        from: from.to_string(),
+    };
+    let mut out = Vec::new();
+    let mut cursor = clause.walk();
+    for part in clause.named_children(&mut cursor) {
+        match part.kind() {
+            "identifier" => out.push(binding(w.text(part), None)),
+            "namespace_import" => {
+                if let Some(id) = w.first_child_of_kind(part, &["identifier"]) {
+                    out.push(binding(w.text(id), None));
+                }
+            }
+            "named_imports" => {
+                for spec in w.children_of_kind(part, &["import_specifier"]) {
+                    let name = unquote(w.field_text(spec, "name").unwrap_or(""));
+                    let local = w.field_text(spec, "alias").unwrap_or(name);
+                    let name = (name != "default").then_some(name);
+                    out.push(binding(local, name));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// `const ns = require("m")` or `const { A: B, C } = require("m")`: the import with what
+/// it binds.
+fn required(w: &Walker, declarator: Node, value: Node) -> Option<Found> {
+    let function = value.child_by_field_name("function")?;
+    if value.kind() != "call_expression" || w.text(function) != "require" {
+        return None;
+    }
+    let from = value
+        .child_by_field_name("arguments")
+        .and_then(|a| a.named_child(0))
+        .map_or("", |a| unquote(w.text(a)));
+    let pattern = declarator.child_by_field_name("name")?;
+    let binding = |local: &str, name: Option<&str>| ImportedName {
+        local: local.to_string(),
+        name: name.map(str::to_string),
+        from: from.to_string(),
+    };
+    let names = match pattern.kind() {
+        "identifier" => vec![binding(w.text(pattern), None)],
+        "object_pattern" => {
+            let mut cursor = pattern.walk();
+            pattern
+                .named_children(&mut cursor)
+                .filter_map(|p| match p.kind() {
+                    "shorthand_property_identifier_pattern" => {
+                        Some(binding(w.text(p), Some(w.text(p))))
+                    }
+                    "pair_pattern" => {
+                        let key = w.field_text(p, "key")?;
+                        let value = w.field_text(p, "value")?;
+                        Some(binding(value, Some(key)))
+                    }
+                    _ => None,
+                })
+                .collect()
+        }
+        _ => Vec::new(),
+    };
+    Some(Found::Imports(vec![w.import_binding(value, from, names)]))
 }
 
 fn class(w: &Walker, node: Node) -> Found {
@@ -79,13 +156,11 @@ fn class(w: &Walker, node: Node) -> Found {
         for part in heritage.named_children(&mut cursor) {
             match part.kind() {
                 "extends_clause" => {
-                    decl.superclass = w
-                        .field_text(part, "value")
-                        .map(|v| last_ident(v).to_string());
+                    decl.superclass = w.field_text(part, "value").map(str::to_string);
                 }
                 "implements_clause" => decl.conformances = type_names(w, part),
                 // JavaScript: `class Dog extends Animal` has the expression directly.
-                _ => decl.superclass = Some(last_ident(w.text(part)).to_string()),
+                _ => decl.superclass = Some(w.text(part).to_string()),
             }
         }
     }
@@ -117,6 +192,9 @@ fn function(w: &Walker, node: Node, name: &str, body: Option<Node>) -> Found {
 fn declarator(w: &Walker, node: Node) -> Found {
     let name = w.field_text(node, "name").unwrap_or("");
     let value = node.child_by_field_name("value");
+    if let Some(found) = value.and_then(|v| required(w, node, v)) {
+        return found;
+    }
     if let Some(v) = value
         && matches!(
             v.kind(),

@@ -3,7 +3,7 @@
 
 use tree_sitter::Node;
 
-use super::{Found, RawCall, Walker, is_type_like, last_ident};
+use super::{Found, RawCall, Walker, is_type_like, last_ident, qualified_import};
 use crate::summary::TypeKind;
 
 pub(super) fn classify(w: &Walker, node: Node) -> Found {
@@ -41,10 +41,19 @@ pub(super) fn classify(w: &Walker, node: Node) -> Found {
             }
         }
         "import" => {
-            let module = w
-                .first_child_of_kind(node, &["qualified_identifier", "identifier"])
-                .map_or("", |n| w.text(n));
-            Found::Imports(vec![w.import(node, module)])
+            let path = w.first_child_of_kind(node, &["qualified_identifier", "identifier"]);
+            let module = path.map_or("", |n| w.text(n));
+            let mut import = w.import(node, module);
+            // `import a.b.C as D`: the alias is the identifier after the path.
+            let alias = w
+                .children_of_kind(node, &["identifier"])
+                .into_iter()
+                .find(|n| Some(*n) != path)
+                .map(|n| w.text(n));
+            if !w.text(node).trim_end().ends_with('*') {
+                import.names = qualified_import(module, alias);
+            }
+            Found::Imports(vec![import])
         }
         "call_expression" => call(w, node),
         "line_comment" | "block_comment" | "multiline_comment" | "string_literal" => Found::Skip,
@@ -78,7 +87,7 @@ fn delegation(w: &Walker, node: Node, decl: &mut crate::summary::TypeDecl) {
         let Some(inner) = spec.named_child(0) else {
             continue;
         };
-        let name = last_ident(w.text(inner)).to_string();
+        let name = w.text(inner).to_string();
         if inner.kind() == "constructor_invocation" && decl.kind != TypeKind::Protocol {
             decl.superclass = Some(name);
         } else {

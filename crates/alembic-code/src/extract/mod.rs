@@ -4,6 +4,7 @@
 //! in, and the typed locals of that function); a per-language `classify` function says
 //! what each node is. Language modules only know their grammar's node kinds.
 
+mod aliases;
 mod c_family;
 mod go;
 mod java;
@@ -20,7 +21,7 @@ use std::collections::HashMap;
 
 use tree_sitter::{Node, Parser};
 
-pub(crate) use nodes::{is_type_like, last_ident};
+pub(crate) use nodes::{is_type_like, last_ident, qualified_import};
 
 use crate::language::Lang;
 use crate::summary::{
@@ -188,6 +189,7 @@ impl<'s> Walker<'s> {
         {
             self.out.has_entry_point = true;
         }
+        aliases::resolve(&mut self.out);
         self.out
     }
 

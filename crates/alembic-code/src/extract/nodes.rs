@@ -4,7 +4,7 @@
 use tree_sitter::Node;
 
 use super::Walker;
-use crate::summary::{Import, Method, Property, TypeDecl, TypeKind};
+use crate::summary::{Import, ImportedName, Method, Property, TypeDecl, TypeKind};
 
 /// Signatures longer than this are cut (with `…`).
 const MAX_SIGNATURE: usize = 240;
@@ -73,6 +73,7 @@ impl<'s> Walker<'s> {
             end_line: self.end_line(node),
             methods: Vec::new(),
             properties: Vec::new(),
+            origins: Vec::new(),
         }
     }
 
@@ -96,7 +97,20 @@ impl<'s> Walker<'s> {
         Import {
             module: module.trim().to_string(),
             line: self.line(node),
+            names: Vec::new(),
         }
+    }
+
+    /// An import of `module` that binds `names` in the file.
+    pub(crate) fn import_binding(
+        &self,
+        node: Node,
+        module: &str,
+        names: Vec<ImportedName>,
+    ) -> Import {
+        let mut import = self.import(node, module);
+        import.names = names;
+        import
     }
 
     /// True when `node` has a direct child (token or node) whose text is `word`.
@@ -144,6 +158,18 @@ pub(crate) fn last_ident(text: &str) -> &str {
         .find(|s| !s.is_empty());
     tail.unwrap_or(head)
         .trim_matches(|c: char| !c.is_alphanumeric() && c != '_' && c != '$')
+}
+
+/// What `import a.b.C` (Java, Kotlin) binds: `C`, or `alias`, to `C` of `a.b`.
+pub(crate) fn qualified_import(path: &str, alias: Option<&str>) -> Vec<ImportedName> {
+    let Some((from, name)) = path.rsplit_once('.') else {
+        return Vec::new();
+    };
+    vec![ImportedName {
+        local: alias.unwrap_or(name).to_string(),
+        name: Some(name.to_string()),
+        from: from.to_string(),
+    }]
 }
 
 /// Heuristic: an identifier (or path) whose last part starts with an upper-case letter

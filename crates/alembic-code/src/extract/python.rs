@@ -4,7 +4,7 @@
 use tree_sitter::Node;
 
 use super::{Found, RawCall, Walker, is_type_like, last_ident};
-use crate::summary::TypeKind;
+use crate::summary::{ImportedName, TypeKind};
 
 /// Bases that mark a class as a protocol rather than a parent class.
 const PROTOCOL_BASES: &[&str] = &["Protocol"];
@@ -22,14 +22,34 @@ pub(super) fn classify(w: &Walker, node: Node) -> Found {
                 .children_by_field_name("name", &mut cursor)
                 .map(|n| {
                     let module = n.child_by_field_name("name").unwrap_or(n);
-                    w.import(node, w.text(module))
+                    let mut import = w.import(node, w.text(module));
+                    // `import a.b as c` binds `c` to the module `a.b`.
+                    if let Some(alias) = n.child_by_field_name("alias") {
+                        let (from, name) = w
+                            .text(module)
+                            .rsplit_once('.')
+                            .unwrap_or(("", w.text(module)));
+                        import.names = vec![imported(w.text(alias), name, from)];
+                    }
+                    import
                 })
                 .collect();
             Found::Imports(imports)
         }
         "import_from_statement" => {
             let module = w.field_text(node, "module_name").unwrap_or("");
-            Found::Imports(vec![w.import(node, module)])
+            let mut cursor = node.walk();
+            let names = node
+                .children_by_field_name("name", &mut cursor)
+                .map(|n| match n.child_by_field_name("alias") {
+                    Some(alias) => {
+                        let name = w.field_text(n, "name").unwrap_or("");
+                        imported(w.text(alias), name, module)
+                    }
+                    None => imported(w.text(n), w.text(n), module),
+                })
+                .collect();
+            Found::Imports(vec![w.import_binding(node, module, names)])
         }
         "if_statement" if is_main_guard(w, node) => Found::EntryPoint,
         "call" => call(w, node),
@@ -46,11 +66,13 @@ fn class(w: &Walker, node: Node) -> Found {
             let mut cursor = list.walk();
             list.named_children(&mut cursor)
                 .filter(|b| matches!(b.kind(), "identifier" | "attribute" | "subscript"))
-                .map(|b| last_ident(w.text(b)).to_string())
+                .map(|b| w.text(b).to_string())
                 .collect()
         })
         .unwrap_or_default();
-    let is_protocol = bases.iter().any(|b| PROTOCOL_BASES.contains(&b.as_str()));
+    let is_protocol = bases
+        .iter()
+        .any(|b| PROTOCOL_BASES.contains(&last_ident(b)));
     let kind = if is_protocol {
         TypeKind::Protocol
     } else {
@@ -59,13 +81,22 @@ fn class(w: &Walker, node: Node) -> Found {
     let mut decl = w.type_decl(node, name, kind);
     let mut parents: Vec<String> = bases
         .into_iter()
-        .filter(|b| !NEUTRAL_BASES.contains(&b.as_str()))
+        .filter(|b| !NEUTRAL_BASES.contains(&last_ident(b)))
         .collect();
     if kind == TypeKind::Class && !parents.is_empty() {
         decl.superclass = Some(parents.remove(0));
     }
     decl.conformances = parents;
     Found::Type(decl)
+}
+
+/// `local` bound to `name` of the module `from`.
+fn imported(local: &str, name: &str, from: &str) -> ImportedName {
+    ImportedName {
+        local: local.to_string(),
+        name: Some(name.to_string()),
+        from: from.to_string(),
+    }
 }
 
 fn function(w: &Walker, node: Node) -> Found {

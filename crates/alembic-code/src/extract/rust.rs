@@ -3,7 +3,7 @@
 use tree_sitter::Node;
 
 use super::{Found, RawCall, Walker, is_type_like, last_ident};
-use crate::summary::TypeKind;
+use crate::summary::{ImportedName, TypeKind};
 
 pub(super) fn classify(w: &Walker, node: Node) -> Found {
     match node.kind() {
@@ -18,8 +18,9 @@ pub(super) fn classify(w: &Walker, node: Node) -> Found {
                 let mut cursor = bounds.walk();
                 decl.conformances = bounds
                     .named_children(&mut cursor)
-                    .map(|b| last_ident(w.text(b)).to_string())
-                    .filter(|b| !b.is_empty() && b.chars().next().is_some_and(char::is_uppercase))
+                    .map(|b| w.text(b))
+                    .filter(|b| last_ident(b).chars().next().is_some_and(char::is_uppercase))
+                    .map(str::to_string)
                     .collect();
             }
             Found::Type(decl)
@@ -32,8 +33,12 @@ pub(super) fn classify(w: &Walker, node: Node) -> Found {
             Found::Properties(vec![w.property(node, name, ty, false)])
         }
         "use_declaration" => {
-            let module = w.field_text(node, "argument").unwrap_or("");
-            Found::Imports(vec![w.import(node, module)])
+            let Some(argument) = node.child_by_field_name("argument") else {
+                return Found::Imports(vec![w.import(node, "")]);
+            };
+            let mut names = Vec::new();
+            use_tree(w, argument, "", &mut names);
+            Found::Imports(vec![w.import_binding(node, w.text(argument), names)])
         }
         "extern_crate_declaration" => {
             let module = w.field_text(node, "name").unwrap_or("");
@@ -67,11 +72,59 @@ fn named_type(w: &Walker, node: Node, kind: TypeKind) -> Found {
 fn impl_block(w: &Walker, node: Node) -> Found {
     let ty = w.field_text(node, "type").map(last_ident).unwrap_or("");
     let mut decl = w.type_decl(node, ty, TypeKind::Extension);
-    if let Some(tr) = w.field_text(node, "trait").map(last_ident) {
+    // The trait as written (`fmt::Display`, an alias); simple names come later.
+    if let Some(tr) = w.field_text(node, "trait") {
         decl.category = Some(tr.to_string());
         decl.conformances = vec![tr.to_string()];
     }
     Found::Type(decl)
+}
+
+/// The names a `use` tree binds: `a::b::C`, `a::b::C as D`, `a::{b::C, D as E, self}`.
+fn use_tree(w: &Walker, node: Node, prefix: &str, out: &mut Vec<ImportedName>) {
+    let join = |path: &str| {
+        if prefix.is_empty() {
+            path.to_string()
+        } else {
+            format!("{prefix}::{path}")
+        }
+    };
+    match node.kind() {
+        "identifier" | "scoped_identifier" | "self" => {
+            bind_use_path(&join(w.text(node)), None, out);
+        }
+        "use_as_clause" => {
+            let path = join(w.field_text(node, "path").unwrap_or(""));
+            bind_use_path(&path, w.field_text(node, "alias"), out);
+        }
+        "scoped_use_list" => {
+            let inner = join(w.field_text(node, "path").unwrap_or(""));
+            if let Some(list) = node.child_by_field_name("list") {
+                use_tree(w, list, &inner, out);
+            }
+        }
+        "use_list" => {
+            let mut cursor = node.walk();
+            for child in node.named_children(&mut cursor) {
+                use_tree(w, child, prefix, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `a::b::C` binds `C` (or `alias`) to `C` of `a::b`; `a::b::self` binds `b`.
+fn bind_use_path(path: &str, alias: Option<&str>, out: &mut Vec<ImportedName>) {
+    let path = path.strip_suffix("::self").unwrap_or(path);
+    let (from, name) = path.rsplit_once("::").unwrap_or(("", path));
+    if name.is_empty() || matches!(name, "self" | "super" | "crate") {
+        return;
+    }
+    out.push(ImportedName {
+        local: alias.unwrap_or(name).to_string(),
+        name: Some(name.to_string()),
+        from: from.to_string(),
+    });
 }
 
 fn function(w: &Walker, node: Node) -> Found {

@@ -4,7 +4,7 @@
 use tree_sitter::Node;
 
 use super::{Found, RawCall, Walker, last_ident};
-use crate::summary::TypeKind;
+use crate::summary::{ImportedName, TypeKind};
 
 /// Standard-library protocols often listed first in a class's inheritance clause, which
 /// would otherwise be mistaken for its superclass.
@@ -45,7 +45,11 @@ pub(super) fn classify(w: &Walker, node: Node) -> Found {
             let module = w
                 .first_child_of_kind(node, &["identifier"])
                 .map_or("", |n| w.text(n));
-            Found::Imports(vec![w.import(node, module)])
+            Found::Imports(vec![w.import_binding(
+                node,
+                module,
+                declaration_import(w, node, module),
+            )])
         }
         "call_expression" => call(w, node),
         "attribute" if w.text(node).starts_with("@main") => Found::EntryPoint,
@@ -72,7 +76,7 @@ fn type_declaration(w: &Walker, node: Node) -> Found {
     if kind == TypeKind::Class
         && parents
             .first()
-            .is_some_and(|p| !WELL_KNOWN_PROTOCOLS.contains(&p.as_str()))
+            .is_some_and(|p| !WELL_KNOWN_PROTOCOLS.contains(&last_ident(p)))
     {
         decl.superclass = Some(parents.remove(0));
     }
@@ -80,12 +84,37 @@ fn type_declaration(w: &Walker, node: Node) -> Found {
     Found::Type(decl)
 }
 
+/// Parents as written (`UIView`, `UIKit.UIView`); simple names come later.
 fn inherited(w: &Walker, node: Node) -> Vec<String> {
     w.children_of_kind(node, &["inheritance_specifier"])
         .into_iter()
         .filter_map(|spec| spec.child_by_field_name("inherits_from"))
-        .map(|t| last_ident(w.text(t)).to_string())
+        .map(|t| w.text(t).to_string())
         .collect()
+}
+
+/// `import class UIKit.UIView` binds `UIView` of the module `UIKit`; a plain
+/// `import UIKit` binds no single name.
+fn declaration_import(w: &Walker, node: Node, path: &str) -> Vec<ImportedName> {
+    let kinds = [
+        "class",
+        "struct",
+        "enum",
+        "protocol",
+        "typealias",
+        "func",
+        "let",
+        "var",
+    ];
+    let by_kind = kinds.iter().any(|k| w.has_child_text(node, k));
+    match path.rsplit_once('.') {
+        Some((from, name)) if by_kind => vec![ImportedName {
+            local: name.to_string(),
+            name: Some(name.to_string()),
+            from: from.to_string(),
+        }],
+        _ => Vec::new(),
+    }
 }
 
 fn function(w: &Walker, node: Node) -> Found {

@@ -82,6 +82,10 @@ pub struct TypeInfo {
     pub extensions: Vec<ExtensionInfo>,
     /// True when the project declares the type (not just extends or mentions it).
     pub declared: bool,
+    /// The module each parent (by simple name) comes from, as its declarations' imports
+    /// or qualified names say (first declaration first); picks among same-named types.
+    #[serde(skip)]
+    pub(crate) parent_modules: BTreeMap<String, String>,
 }
 
 /// A free function.

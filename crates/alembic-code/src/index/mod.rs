@@ -31,8 +31,9 @@ use crate::walk::walk_files;
 pub const COMPONENT: &str = "code";
 
 /// Bumped whenever [`FileSummary`] or the extractors change, so old rows are re-parsed.
-/// Version 2 added the declaration and parent rows ([`rows`]).
-pub const SUMMARY_VERSION: &str = "2";
+/// Version 2 added the declaration and parent rows ([`rows`]); version 3 resolves import
+/// aliases and qualified names of parents (the rows hold de-aliased simple names).
+pub const SUMMARY_VERSION: &str = "3";
 
 /// Files larger than this are not parsed (generated code, bundles, data) unless the
 /// project's `[index] max_file_bytes` says otherwise.

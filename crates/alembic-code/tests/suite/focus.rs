@@ -89,7 +89,7 @@ fn full_graph(root: &Path) -> ProjectGraph {
 
 /// Every simple name and key of the full graph, asked for subclasses at depths 0, 1, 10 and
 /// unlimited, and for subclasses and conformers.
-fn assert_focused_answers_match(root: &Path) -> usize {
+pub(super) fn assert_focused_answers_match(root: &Path) -> usize {
     let full = full_graph(root);
     // A fresh service never loads the full graph, so every answer comes from a focus.
     let service = CodeService::new(root).unwrap();
@@ -174,14 +174,40 @@ fn a_focused_type_query_reads_only_the_files_it_needs() {
 #[test]
 fn type_tools_answer_the_same_from_focused_and_full_graphs() {
     let dir = mixed_project();
+    let names = [
+        "Puppy", "Dog", "Shape", "Circle", "Base", "Drawable", "Circl", "Nope",
+    ];
+    let errors = assert_type_tools_agree(dir.path(), &names);
+    // Not-found suggestions, ambiguity and kind errors were compared too.
+    assert!(errors > 10, "{errors}");
+}
+
+/// Parents written through import aliases and qualified names (`tests/fixtures/aliases`)
+/// resolve the same in focused and full graphs, for every name and through the tools.
+#[test]
+fn aliased_parents_answer_the_same_from_focused_and_full_graphs() {
+    let dir = super::fixtures::project("aliases");
     let root = dir.path();
+    assert!(assert_focused_answers_match(root) > 30);
+    let full = full_graph(root);
+    let names: Vec<&str> = full
+        .types
+        .values()
+        .flat_map(|t| [t.name.as_str(), t.simple_name.as_str()])
+        .chain(["SansioBlueprint", "OtherBase", "ZetaBase"])
+        .collect();
+    let errors = assert_type_tools_agree(root, &names);
+    assert!(errors > 10, "{errors}");
+}
+
+/// Runs every type tool for each name against a fresh service (focused graphs) and one
+/// holding the full graph, asserts equal answers and returns how many were errors.
+fn assert_type_tools_agree(root: &Path, names: &[&str]) -> usize {
     let focused = std::sync::Arc::new(CodeService::new(root).unwrap());
     let full = std::sync::Arc::new(CodeService::new(root).unwrap());
     full.graph().unwrap();
     let mut calls: Vec<(&str, serde_json::Value)> = Vec::new();
-    for name in [
-        "Puppy", "Dog", "Shape", "Circle", "Base", "Drawable", "Circl", "Nope",
-    ] {
+    for name in names {
         calls.extend([
             ("get_class_hierarchy", json!({"className": name})),
             ("get_class_info", json!({"className": name})),
@@ -211,6 +237,5 @@ fn type_tools_answer_the_same_from_focused_and_full_graphs() {
         errors += usize::from(answer.starts_with("error: "));
         assert_eq!(answer, render(&full, name, args), "{name} {args}");
     }
-    // Not-found suggestions, ambiguity and kind errors were compared too.
-    assert!(errors > 10, "{errors}");
+    errors
 }

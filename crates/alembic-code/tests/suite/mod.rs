@@ -1,3 +1,4 @@
+mod aliases;
 mod direct;
 mod fixtures;
 mod focus;
