@@ -9,11 +9,14 @@
 //! - every declaration of every name it contains, so merging and keys are as in the full
 //!   graph (a type's merge reads only the declarations of its own simple name);
 //! - the names the root's descendants have, down to `reach.depth`, found by the parents
-//!   they name as written (`code_parents`), so every type naming a reached type as a parent
+//!   they name (`code_parents`: simple names, import aliases and qualifiers already
+//!   resolved by the extractors), so every type naming a reached type as a parent
 //!   is there (only as its superclass unless `reach.conformers`: a subclass relation comes
 //!   only from a written superclass);
-//! - the parents, as written, of every declaration it holds, transitively, so parents
-//!   resolve to the same keys and protocols taken for superclasses move the same way;
+//! - the parents named by every declaration it holds, transitively, so parents
+//!   resolve to the same keys (a parent's resolution reads the declarations of its name and
+//!   the modules the child's own declarations import it from) and protocols taken for
+//!   superclasses move the same way;
 //! - every Go file as soon as it holds one, because Go conformance is implicit (method
 //!   sets) and is computed over all Go types.
 //!
@@ -134,7 +137,7 @@ fn load(
     Ok(())
 }
 
-/// The parents, as written, of the declarations named `name` in `paths`.
+/// The parents (de-aliased names) of the declarations named `name` in `paths`.
 fn parents_written(
     files: &BTreeMap<String, FileSummary>,
     paths: &[String],

@@ -206,7 +206,7 @@ fn new_type(key: String, file: &FileSummary, decl: &TypeDecl) -> TypeInfo {
     }
 }
 
-/// Adds one declaration to its type. Parents stay as written until resolved.
+/// Adds one declaration to its type. Parents stay simple names until resolved to keys.
 fn add_decl(info: &mut TypeInfo, file: &FileSummary, decl: &TypeDecl) {
     if decl.kind.is_primary() && !info.declared {
         info.declared = true;

@@ -73,7 +73,7 @@ pub struct TypeInfo {
     pub language: Lang,
     pub file: String,
     pub line: usize,
-    /// Key of the superclass (the name as written when it is not a project type).
+    /// Key of the superclass (its simple name when it is not a project type).
     pub superclass: Option<String>,
     /// Protocols adopted anywhere (main body and extensions), in first-seen order, as keys.
     pub conformances: Vec<String>,
@@ -160,8 +160,8 @@ pub(crate) struct Refs {
     pub by_file: HashMap<String, Vec<(String, String)>>,
     /// Files declaring (or extending) a type, by simple name.
     pub decl_files: HashMap<String, BTreeSet<String>>,
-    /// Simple names of types that name a parent as written, with the number of such
-    /// declarations.
+    /// Simple names of types that name a parent (by its de-aliased simple name), with the
+    /// number of such declarations.
     pub children: HashMap<String, BTreeMap<String, usize>>,
     /// Method keys by method name, in type-key order (name-only call resolution).
     pub method_names: HashMap<String, Vec<String>>,

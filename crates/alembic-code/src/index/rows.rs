@@ -2,7 +2,8 @@
 //!
 //! Besides the summary (`code_files`), each file contributes one `code_decls` row per type
 //! declaration (simple name, scope, primary or not) and one `code_parents` row per parent
-//! it names (the simple name of the parent as written, the child's simple name). Both are
+//! it names (the parent's simple name, de-aliased: `SansioBlueprint` imported as an alias
+//! of `Blueprint` is stored as `Blueprint`; the child's simple name). Both are
 //! replaced with the file's summary in the same transaction, so they are always in step
 //! with `code_files`; they are what lets a query find the few files it needs
 //! ([`crate::focus`]) instead of loading every summary.

@@ -57,6 +57,12 @@ const PYTHON: &[Case] = &[
         SANSIO,
         Via::Superclass,
     ),
+    // A second base of the type's own simple name is another module's type, not itself.
+    case(
+        ("Blueprint", "python/flask/mixed.py"),
+        SANSIO,
+        Via::Conformance,
+    ),
     // `from flask.blueprints import Blueprint`
     case(
         ("AppBlueprint", "python/flask/views.py"),
