@@ -151,6 +151,17 @@ pub struct ImportedName {
     pub from: String,
 }
 
+impl ImportedName {
+    /// `local` bound to `name` of the module `from` (`None`: the module itself).
+    pub fn new(local: &str, name: Option<&str>, from: &str) -> ImportedName {
+        ImportedName {
+            local: local.to_string(),
+            name: name.map(str::to_string),
+            from: from.to_string(),
+        }
+    }
+}
+
 /// One call site.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CallSite {

@@ -154,23 +154,33 @@ fn resolve_parent(
         };
         return (name, Some(origin));
     };
-    let segments = split_path(qualifier);
-    let module = match segments.split_first().and_then(|(first, rest)| {
-        let b = bindings.get(*first)?;
-        let mut m = b.module.clone();
-        m.extend(b.name.iter().cloned());
-        m.extend(rest.iter().map(|s| s.to_string()));
-        Some(m)
-    }) {
-        Some(m) => m,
-        None => module_segments(lang, path, qualifier),
-    };
     let origin = ParentOrigin {
         name: simple.to_string(),
         written: Some(head.to_string()),
-        module: joined(&module),
+        module: joined(&qualified_module(lang, path, bindings, qualifier)),
     };
     (simple.to_string(), Some(origin))
+}
+
+/// The module a qualifier names: through an imported name when it starts with one
+/// (`ns.Base`, `bp.Blueprint`, `fmt::Display`), else as an absolute path.
+fn qualified_module(
+    lang: Lang,
+    path: &str,
+    bindings: &HashMap<String, Binding>,
+    qualifier: &str,
+) -> Vec<String> {
+    let segments = split_path(qualifier);
+    let bound = segments
+        .split_first()
+        .and_then(|(first, rest)| Some((bindings.get(*first)?, rest)));
+    let Some((b, rest)) = bound else {
+        return module_segments(lang, path, qualifier);
+    };
+    let mut module = b.module.clone();
+    module.extend(b.name.iter().cloned());
+    module.extend(rest.iter().map(|s| s.to_string()));
+    module
 }
 
 fn split_path(path: &str) -> Vec<&str> {

@@ -75,11 +75,7 @@ fn type_names(w: &Walker, clause: Node) -> Vec<String> {
 
 /// What `import Default, * as ns, { A as B, C } from "m"` binds.
 fn import_names(w: &Walker, clause: Node, from: &str) -> Vec<ImportedName> {
-    let binding = |local: &str, name: Option<&str>| ImportedName {
-        local: local.to_string(),
-        name: name.map(str::to_string),
-        from: from.to_string(),
-    };
+    let binding = |local: &str, name: Option<&str>| ImportedName::new(local, name, from);
     let mut out = Vec::new();
     let mut cursor = clause.walk();
     for part in clause.named_children(&mut cursor) {
@@ -116,11 +112,7 @@ fn required(w: &Walker, declarator: Node, value: Node) -> Option<Found> {
         .and_then(|a| a.named_child(0))
         .map_or("", |a| unquote(w.text(a)));
     let pattern = declarator.child_by_field_name("name")?;
-    let binding = |local: &str, name: Option<&str>| ImportedName {
-        local: local.to_string(),
-        name: name.map(str::to_string),
-        from: from.to_string(),
-    };
+    let binding = |local: &str, name: Option<&str>| ImportedName::new(local, name, from);
     let names = match pattern.kind() {
         "identifier" => vec![binding(w.text(pattern), None)],
         "object_pattern" => {

@@ -165,11 +165,7 @@ pub(crate) fn qualified_import(path: &str, alias: Option<&str>) -> Vec<ImportedN
     let Some((from, name)) = path.rsplit_once('.') else {
         return Vec::new();
     };
-    vec![ImportedName {
-        local: alias.unwrap_or(name).to_string(),
-        name: Some(name.to_string()),
-        from: from.to_string(),
-    }]
+    vec![ImportedName::new(alias.unwrap_or(name), Some(name), from)]
 }
 
 /// Heuristic: an identifier (or path) whose last part starts with an upper-case letter

@@ -29,7 +29,7 @@ pub(super) fn classify(w: &Walker, node: Node) -> Found {
                             .text(module)
                             .rsplit_once('.')
                             .unwrap_or(("", w.text(module)));
-                        import.names = vec![imported(w.text(alias), name, from)];
+                        import.names = vec![ImportedName::new(w.text(alias), Some(name), from)];
                     }
                     import
                 })
@@ -44,9 +44,9 @@ pub(super) fn classify(w: &Walker, node: Node) -> Found {
                 .map(|n| match n.child_by_field_name("alias") {
                     Some(alias) => {
                         let name = w.field_text(n, "name").unwrap_or("");
-                        imported(w.text(alias), name, module)
+                        ImportedName::new(w.text(alias), Some(name), module)
                     }
-                    None => imported(w.text(n), w.text(n), module),
+                    None => ImportedName::new(w.text(n), Some(w.text(n)), module),
                 })
                 .collect();
             Found::Imports(vec![w.import_binding(node, module, names)])
@@ -88,15 +88,6 @@ fn class(w: &Walker, node: Node) -> Found {
     }
     decl.conformances = parents;
     Found::Type(decl)
-}
-
-/// `local` bound to `name` of the module `from`.
-fn imported(local: &str, name: &str, from: &str) -> ImportedName {
-    ImportedName {
-        local: local.to_string(),
-        name: Some(name.to_string()),
-        from: from.to_string(),
-    }
 }
 
 fn function(w: &Walker, node: Node) -> Found {

@@ -120,11 +120,7 @@ fn bind_use_path(path: &str, alias: Option<&str>, out: &mut Vec<ImportedName>) {
     if name.is_empty() || matches!(name, "self" | "super" | "crate") {
         return;
     }
-    out.push(ImportedName {
-        local: alias.unwrap_or(name).to_string(),
-        name: Some(name.to_string()),
-        from: from.to_string(),
-    });
+    out.push(ImportedName::new(alias.unwrap_or(name), Some(name), from));
 }
 
 fn function(w: &Walker, node: Node) -> Found {

@@ -108,11 +108,7 @@ fn declaration_import(w: &Walker, node: Node, path: &str) -> Vec<ImportedName> {
     ];
     let by_kind = kinds.iter().any(|k| w.has_child_text(node, k));
     match path.rsplit_once('.') {
-        Some((from, name)) if by_kind => vec![ImportedName {
-            local: name.to_string(),
-            name: Some(name.to_string()),
-            from: from.to_string(),
-        }],
+        Some((from, name)) if by_kind => vec![ImportedName::new(name, Some(name), from)],
         _ => Vec::new(),
     }
 }
