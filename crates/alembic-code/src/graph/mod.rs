@@ -5,6 +5,7 @@
 //! at any time from what the index stored; nothing in it is persisted on its own.
 
 mod query;
+mod resolve;
 mod update;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
