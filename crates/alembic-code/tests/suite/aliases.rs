@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use alembic_code::{CodeIndex, CodeService, ProjectGraph, Reach};
+use alembic_code::{CodeIndex, CodeService, Lang, ProjectGraph, Reach};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
@@ -305,12 +305,7 @@ fn kotlin_qualified_and_aliased_parents_resolve() {
 #[test]
 fn summaries_keep_the_written_alias_and_its_module() {
     let source = "from .sansio.blueprints import Blueprint as SansioBlueprint\n\nclass Blueprint(SansioBlueprint):\n    pass\n";
-    let s = alembic_code::summarize(
-        "src/flask/blueprints.py",
-        alembic_code::Lang::Python,
-        source,
-    )
-    .unwrap();
+    let s = alembic_code::summarize("src/flask/blueprints.py", Lang::Python, source).unwrap();
     let decl = &s.types[0];
     assert_eq!(decl.superclass.as_deref(), Some("Blueprint"));
     assert_eq!(
@@ -321,6 +316,87 @@ fn summaries_keep_the_written_alias_and_its_module() {
             module: Some("src/flask/sansio/blueprints".into()),
         }]
     );
+}
+
+/// What each language's imports bind, as (local, name, module written).
+#[test]
+fn imports_record_the_names_they_bind() {
+    let cases: [(&str, Lang, &str, Vec<(&str, Option<&str>, &str)>); 8] = [
+        (
+            "a/m.py",
+            Lang::Python,
+            "from ..pkg import A, B as C\nimport x.y as z\nfrom m import *\n",
+            vec![
+                ("A", Some("A"), "..pkg"),
+                ("C", Some("B"), "..pkg"),
+                ("z", Some("y"), "x"),
+            ],
+        ),
+        (
+            "a/m.ts",
+            Lang::TypeScript,
+            "import D, { A as B, default as E } from './x';\nimport * as ns from '../y';\n",
+            vec![
+                ("D", None, "./x"),
+                ("B", Some("A"), "./x"),
+                ("E", None, "./x"),
+                ("ns", None, "../y"),
+            ],
+        ),
+        (
+            "a/m.js",
+            Lang::JavaScript,
+            "const { A, B: C } = require('./x');\nconst ns = require('y');\n",
+            vec![
+                ("A", Some("A"), "./x"),
+                ("C", Some("B"), "./x"),
+                ("ns", None, "y"),
+            ],
+        ),
+        (
+            "src/m.rs",
+            Lang::Rust,
+            "use crate::a::{b::C as D, E, f::{self as g}};\nuse std::fmt;\nuse x::*;\n",
+            vec![
+                ("D", Some("C"), "crate::a::b"),
+                ("E", Some("E"), "crate::a"),
+                ("g", Some("f"), "crate::a"),
+                ("fmt", Some("fmt"), "std"),
+            ],
+        ),
+        (
+            "A.java",
+            Lang::Java,
+            "import com.acme.Base;\nimport static com.acme.Util.run;\nimport com.other.*;\nclass A {}\n",
+            vec![("Base", Some("Base"), "com.acme")],
+        ),
+        (
+            "A.kt",
+            Lang::Kotlin,
+            "import com.acme.Base as AcmeBase\nimport com.acme.Other\nimport com.zeta.*\n",
+            vec![
+                ("AcmeBase", Some("Base"), "com.acme"),
+                ("Other", Some("Other"), "com.acme"),
+            ],
+        ),
+        (
+            "A.swift",
+            Lang::Swift,
+            "import UIKit\nimport class UIKit.UIView\n",
+            vec![("UIView", Some("UIView"), "UIKit")],
+        ),
+        ("a.go", Lang::Go, "package a\n\nimport f \"fmt\"\n", vec![]),
+    ];
+    for (path, lang, source, want) in cases {
+        let s = alembic_code::summarize(path, lang, source).unwrap();
+        let got: Vec<(&str, Option<&str>, &str)> = s
+            .imports
+            .iter()
+            .flat_map(|i| &i.names)
+            .map(|n| (n.local.as_str(), n.name.as_deref(), n.from.as_str()))
+            .collect();
+        assert_eq!(got, want, "{path}");
+    }
 }
 
 /// An index written before aliases were resolved (summary format 2, parent rows holding
