@@ -318,10 +318,13 @@ fn summaries_keep_the_written_alias_and_its_module() {
     );
 }
 
-/// What each language's imports bind, as (local, name, module written).
+/// A name an import binds: (local, name in the module, module as written).
+type Bound<'a> = (&'a str, Option<&'a str>, &'a str);
+
+/// What each language's imports bind.
 #[test]
 fn imports_record_the_names_they_bind() {
-    let cases: [(&str, Lang, &str, Vec<(&str, Option<&str>, &str)>); 8] = [
+    let cases: [(&str, Lang, &str, Vec<Bound>); 8] = [
         (
             "a/m.py",
             Lang::Python,
@@ -389,7 +392,7 @@ fn imports_record_the_names_they_bind() {
     ];
     for (path, lang, source, want) in cases {
         let s = alembic_code::summarize(path, lang, source).unwrap();
-        let got: Vec<(&str, Option<&str>, &str)> = s
+        let got: Vec<Bound> = s
             .imports
             .iter()
             .flat_map(|i| &i.names)
