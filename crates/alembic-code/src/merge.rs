@@ -202,7 +202,7 @@ fn new_type(key: String, file: &FileSummary, decl: &TypeDecl) -> TypeInfo {
         properties: Vec::new(),
         extensions: Vec::new(),
         declared: false,
-        parent_modules: std::collections::BTreeMap::new(),
+        parent_origins: std::collections::BTreeMap::new(),
     }
 }
 
@@ -219,16 +219,18 @@ fn add_decl(info: &mut TypeInfo, file: &FileSummary, decl: &TypeDecl) {
         info.superclass = decl.superclass.clone();
     }
     for origin in &decl.origins {
-        if let Some(module) = &origin.module {
-            info.parent_modules
-                .entry(origin.name.clone())
-                .or_insert_with(|| module.clone());
-        }
+        info.parent_origins
+            .entry(origin.name.clone())
+            .or_insert_with(|| origin.clone());
     }
     for c in &decl.conformances {
         // A type does not conform to itself, unless the file says the name is another
         // module's (`class Base implements other.Base`).
-        let own = *c == info.simple_name && !info.parent_modules.contains_key(c);
+        let elsewhere = info
+            .parent_origins
+            .get(c)
+            .is_some_and(|o| o.module.is_some());
+        let own = *c == info.simple_name && !elsewhere;
         if !info.conformances.contains(c) && !own {
             info.conformances.push(c.clone());
         }

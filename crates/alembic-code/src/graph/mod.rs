@@ -83,10 +83,11 @@ pub struct TypeInfo {
     pub extensions: Vec<ExtensionInfo>,
     /// True when the project declares the type (not just extends or mentions it).
     pub declared: bool,
-    /// The module each parent (by simple name) comes from, as its declarations' imports
-    /// or qualified names say (first declaration first); picks among same-named types.
+    /// Where each parent (by simple name) comes from, as its declarations' imports or
+    /// qualified names say (first declaration first): the module picks among same-named
+    /// types, and what was written names a parent outside the project.
     #[serde(skip)]
-    pub(crate) parent_modules: BTreeMap<String, String>,
+    pub(crate) parent_origins: BTreeMap<String, crate::summary::ParentOrigin>,
 }
 
 /// A free function.

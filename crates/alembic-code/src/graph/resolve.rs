@@ -1,6 +1,7 @@
 //! Resolving the parent names of a type to the keys of the project types they mean.
 
 use super::ProjectGraph;
+use crate::summary::ParentOrigin;
 
 impl ProjectGraph {
     /// Replaces the parent names of a type by the keys of the project types they name,
@@ -10,10 +11,15 @@ impl ProjectGraph {
             return;
         };
         let resolve = |name: &str| {
-            let module = info.parent_modules.get(name).map(String::as_str);
-            self.resolve_parent(name, &info.file, module, key)
-                .unwrap_or(name)
-                .to_string()
+            let origin = info.parent_origins.get(name);
+            let module = origin.and_then(|o| o.module.as_deref());
+            match self.resolve_parent(name, &info.file, module, key) {
+                Some(found) if found != key => found.to_string(),
+                // Only the type itself has that name: the parent is outside the project
+                // (`from http.client import HTTPConnection as _HTTPConnection`).
+                Some(_) => outside(name, origin),
+                None => name.to_string(),
+            }
         };
         let superclass = info.superclass.as_deref().map(resolve);
         let conformances: Vec<String> = info.conformances.iter().map(|c| resolve(c)).collect();
@@ -62,5 +68,20 @@ impl ProjectGraph {
             }
             found => found,
         }
+    }
+}
+
+/// How a parent outside the project that shares the child's simple name is shown, so it
+/// is not taken for the child itself: as written (`_HTTPConnection`), else qualified by its
+/// module (`http.client.HTTPConnection`), else by its name alone.
+fn outside(name: &str, origin: Option<&ParentOrigin>) -> String {
+    match origin {
+        Some(ParentOrigin {
+            written: Some(w), ..
+        }) => w.clone(),
+        Some(ParentOrigin {
+            module: Some(m), ..
+        }) => format!("{}.{name}", m.replace('/', ".")),
+        _ => name.to_string(),
     }
 }

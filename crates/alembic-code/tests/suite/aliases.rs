@@ -301,6 +301,23 @@ fn kotlin_qualified_and_aliased_parents_resolve() {
     assert_cases(KOTLIN);
 }
 
+/// A parent outside the project with the child's own simple name is not the child: it
+/// stays as written (an alias) or qualified (a qualified name).
+#[test]
+fn an_outside_parent_named_like_its_child_is_not_the_child() {
+    let dir = project("aliases");
+    let service = Arc::new(CodeService::new(dir.path()).unwrap());
+    for (name, parent) in [
+        ("HTTPConnection", "_HTTPConnection"),
+        ("View", "android.view.View"),
+    ] {
+        let info = tool(&service, "get_class_info", json!({"className": name}));
+        assert_eq!(info["chain"], json!([name, parent]));
+        let tree = tool(&service, "get_class_hierarchy", json!({"className": name}));
+        assert_eq!(tree["subclasses"], json!([]), "{name}");
+    }
+}
+
 /// What a file's summary keeps: the de-aliased name, what was written and the module.
 #[test]
 fn summaries_keep_the_written_alias_and_its_module() {
