@@ -76,7 +76,7 @@ fn group_of(scopes: &[(String, &str)], file: &FileSummary, decl: &TypeDecl) -> u
             .map(|(_, p)| (p.to_string(), p.to_string()))
             .collect();
         by_file.sort();
-        if let Some(path) = in_module(&by_file, module, &file.path)
+        if let Some(path) = in_module(&by_file, module, &file.path, "")
             && let Some(i) = scopes.iter().position(|(_, p)| *p == path)
         {
             return i;
@@ -138,19 +138,20 @@ pub(crate) fn nearest<'a>(by_file: &'a [(String, String)], from: &str) -> Option
 
 /// Of several same-named types, given as (file, key) sorted, the one a parent imported
 /// from `module` means: those [`module_score`] ranks best, and among those the one
-/// [`nearest`] to `from`. `None` when no file is in the module.
+/// [`nearest`] to `from`; never `child` (a type is not its own parent). `None` when no
+/// other file is in the module.
 pub(crate) fn in_module<'a>(
     by_file: &'a [(String, String)],
     module: &str,
     from: &str,
+    child: &str,
 ) -> Option<&'a str> {
-    let best = by_file
-        .iter()
+    let candidates = || by_file.iter().filter(|(_, k)| k != child);
+    let best = candidates()
         .map(|(f, _)| module_score(f, module))
         .max()
         .filter(|b| *b > 0)?;
-    let matching: Vec<(String, String)> = by_file
-        .iter()
+    let matching: Vec<(String, String)> = candidates()
         .filter(|(f, _)| module_score(f, module) == best)
         .cloned()
         .collect();
@@ -162,13 +163,15 @@ pub(crate) fn in_module<'a>(
 }
 
 /// How well a file fits a module given as `/`-separated segments: 3 when the file is the
-/// module (`a/b.py` for `a/b`), 2 when it sits directly in it as a package (`a/b/mod.rs`,
-/// `a/b/Base.java`), 1 when it lies deeper under a directory path of that name (a Swift
-/// module's `Sources/UIKit/Views/`), else 0.
+/// module (`a/b.py`, or the package's own `a/b/__init__.py`, `a/b/index.ts`,
+/// `a/b/mod.rs`), 2 when it sits directly in the module's directory (`a/b/Base.java`), 1
+/// when it lies deeper under a directory path of that name (a Swift module's
+/// `Sources/UIKit/Views/`), else 0.
 pub(crate) fn module_score(file: &str, module: &str) -> u8 {
     let stem = file.rsplit_once('.').map_or(file, |(s, _)| s);
-    let dir = stem.rsplit_once('/').map_or("", |(d, _)| d);
-    if ends_with_segments(stem, module) {
+    let (dir, name) = stem.rsplit_once('/').unwrap_or(("", stem));
+    let package_file = matches!(name, "__init__" | "index" | "mod");
+    if ends_with_segments(stem, module) || (package_file && ends_with_segments(dir, module)) {
         3
     } else if ends_with_segments(dir, module) {
         2
@@ -257,5 +260,32 @@ fn add_decl(info: &mut TypeInfo, file: &FileSummary, decl: &TypeDecl) {
     }
     if decl.kind == TypeKind::Extension {
         add_extension(info, decl, &file.path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_fit_modules_as_the_module_its_package_or_a_directory_under_it() {
+        let cases = [
+            (
+                "src/flask/sansio/blueprints.py",
+                "flask/sansio/blueprints",
+                3,
+            ),
+            ("docutils/writers/__init__.py", "docutils/writers", 3),
+            ("web/base/index.ts", "web/base", 3),
+            ("src/a/b/mod.rs", "a/b", 3),
+            ("docutils/writers/manpage.py", "docutils/writers", 2),
+            ("src/com/acme/Base.java", "com/acme", 2),
+            ("Sources/UIKit/Views/UIView.swift", "UIKit", 1),
+            ("src/notflask/x.py", "flask/x", 0),
+            ("src/acme/Base.java", "com/acme", 0),
+        ];
+        let got: Vec<u8> = cases.iter().map(|(f, m, _)| module_score(f, m)).collect();
+        let want: Vec<u8> = cases.iter().map(|c| c.2).collect();
+        pretty_assertions::assert_eq!(got, want);
     }
 }

@@ -23,47 +23,56 @@ struct Binding {
 /// Replaces written parents by simple names with their origins, renames Rust `impl`
 /// blocks of aliased types, and de-aliases type names the calls were resolved against.
 pub(super) fn resolve(out: &mut FileSummary) {
-    let FileSummary {
-        path,
-        language,
-        imports,
-        types,
-        calls,
-        ..
-    } = out;
-    let bindings = bindings(*language, path, imports);
-    for decl in types.iter_mut() {
-        resolve_decl(*language, path, &bindings, decl);
+    let bindings = bindings(out.language, &out.path, &out.imports);
+    for decl in &mut out.types {
+        resolve_decl(out.language, &out.path, &bindings, decl);
     }
     if bindings.is_empty() {
         return;
     }
-    let renamed = |t: &str| match bindings.get(t) {
-        Some(Binding {
-            name: Some(name), ..
-        }) if name != t && is_type_name(name) => Some(name.clone()),
-        _ => None,
-    };
-    for call in calls.iter_mut() {
+    for call in &mut out.calls {
         let is_type = matches!(
             call.receiver_kind,
             ReceiverKind::Typed | ReceiverKind::TypeName
         );
-        if is_type && let Some(n) = call.receiver_type.as_deref().and_then(renamed) {
+        if is_type
+            && let Some(n) = call
+                .receiver_type
+                .as_deref()
+                .and_then(|t| renamed(&bindings, t))
+        {
             call.receiver_type = Some(n);
         }
     }
-    if *language != Lang::Rust {
-        return;
+    if out.language == Lang::Rust {
+        resolve_rust_impls(out, &bindings);
     }
-    // `impl D { … }` with `use a::C as D` adds to `C` of `a`; the origin says which `C`.
-    for decl in types.iter_mut().filter(|t| t.kind == TypeKind::Extension) {
+}
+
+/// The type name a local alias stands for, when it is one (`D` for `use a::C as D`).
+fn renamed(bindings: &HashMap<String, Binding>, local: &str) -> Option<String> {
+    match bindings.get(local) {
+        Some(Binding {
+            name: Some(name), ..
+        }) if name != local && is_type_name(name) => Some(name.clone()),
+        _ => None,
+    }
+}
+
+/// `impl D { … }` with `use a::C as D` adds to `C` of `a`: the block and the calls made in
+/// it are renamed, and an origin names the module, which picks among same-named `C`s.
+fn resolve_rust_impls(out: &mut FileSummary, bindings: &HashMap<String, Binding>) {
+    for decl in out
+        .types
+        .iter_mut()
+        .filter(|t| t.kind == TypeKind::Extension)
+    {
         let Some(b) = bindings.get(&decl.name) else {
             continue;
         };
         let written = decl.name.clone();
-        if let Some(n) = renamed(&written) {
-            for call in calls.iter_mut() {
+        if let Some(n) = renamed(bindings, &written) {
+            for call in &mut out.calls {
                 if call.caller_type.as_deref() == Some(written.as_str()) {
                     call.caller_type = Some(n.clone());
                 }

@@ -53,7 +53,7 @@ impl ProjectGraph {
             return Some(only);
         }
         let by_file = self.refs.by_file.get(name)?;
-        if let Some(found) = module.and_then(|m| crate::merge::in_module(by_file, m, from)) {
+        if let Some(found) = module.and_then(|m| crate::merge::in_module(by_file, m, from, child)) {
             return Some(found);
         }
         match crate::merge::nearest(by_file, from) {

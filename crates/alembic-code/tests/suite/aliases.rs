@@ -63,6 +63,13 @@ const PYTHON: &[Case] = &[
         SANSIO,
         Via::Conformance,
     ),
+    // `from docutils import writers` … `(writers.Writer)`: the package's `__init__.py`,
+    // not the same-named class beside it in the package.
+    case(
+        ("Writer", "python/docutils/writers/manpage.py"),
+        ("Writer", "python/docutils/writers/__init__.py"),
+        Via::Superclass,
+    ),
     // `from flask.blueprints import Blueprint`
     case(
         ("AppBlueprint", "python/flask/views.py"),
