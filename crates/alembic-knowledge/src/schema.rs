@@ -6,7 +6,8 @@ use alembic_store::{Migration, fts5_index_sql};
 pub const COMPONENT: &str = "knowledge";
 
 /// The knowledge schema. Never edit a released step; append a new one.
-pub const MIGRATIONS: &[Migration] = &[Migration {
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
     version: 1,
     sql: concat!(
         r#"
@@ -116,4 +117,22 @@ create table evolution_proposals (
 create index evolution_proposals_entry on evolution_proposals (entry_id, status);
 "#
     ),
-}];
+},
+    Migration {
+        version: 2,
+        // Rows carry a version for optimistic writes (a conflict instead of a lost update).
+        // Bootstrap kept a candidate's version in `extra.version`; old rows start from it.
+        sql: r#"
+alter table knowledge_entries add column version integer not null default 1;
+update knowledge_entries set version = json_extract(extra, '$.version')
+    where json_type(extra, '$.version') = 'integer' and json_extract(extra, '$.version') > 1;
+-- guard-rule overrides kept in the store (a rules file's text), applied before the project's file
+create table guard_overrides (
+    id integer primary key check (id = 1),
+    rules text not null,
+    updated_by text not null,
+    updated_at integer not null
+);
+"#,
+    },
+];
