@@ -127,8 +127,11 @@ pub trait KnowledgeBackend: Send {
         by: &str,
     ) -> Result<i64, KnowledgeError>;
     /// The latest guard runs, newest first, optionally only those of `target`.
-    fn guard_runs(&self, target: Option<&str>, limit: usize)
-    -> Result<Vec<GuardRun>, KnowledgeError>;
+    fn guard_runs(
+        &self,
+        target: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<GuardRun>, KnowledgeError>;
     /// Totals over every recorded guard run.
     fn guard_stats(&self) -> Result<GuardStats, KnowledgeError>;
     /// Guard-rule overrides kept in the store (the text of a rules file, as

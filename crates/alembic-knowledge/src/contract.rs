@@ -76,7 +76,10 @@ fn create_get_history(open: Open<'_>) {
     let mut kb = open();
     let e = kb
         .create(
-            &candidate("Retry with backoff", "Network calls retry with exponential backoff"),
+            &candidate(
+                "Retry with backoff",
+                "Network calls retry with exponential backoff",
+            ),
             Status::Submitted,
             "agent",
             Some(0.5),
@@ -90,18 +93,36 @@ fn create_get_history(open: Open<'_>) {
     assert_eq!(kb.get(&e.id).unwrap(), e);
     let h = kb.history(&e.id).unwrap();
     assert_eq!(h.len(), 1);
-    assert_eq!((h[0].from, h[0].to, h[0].by.as_str()), (None, Status::Submitted, "agent"));
-    assert!(matches!(kb.get("k-missing"), Err(KnowledgeError::NotFound { id }) if id == "k-missing"));
-    assert!(matches!(kb.history("k-missing"), Err(KnowledgeError::NotFound { .. })));
+    assert_eq!(
+        (h[0].from, h[0].to, h[0].by.as_str()),
+        (None, Status::Submitted, "agent")
+    );
+    assert!(
+        matches!(kb.get("k-missing"), Err(KnowledgeError::NotFound { id }) if id == "k-missing")
+    );
+    assert!(matches!(
+        kb.history("k-missing"),
+        Err(KnowledgeError::NotFound { .. })
+    ));
 }
 
 fn duplicate_titles(open: Open<'_>) {
     let mut kb = open();
     let e = kb
-        .create(&candidate("Retry with backoff", "x"), Status::Draft, "a", None)
+        .create(
+            &candidate("Retry with backoff", "x"),
+            Status::Draft,
+            "a",
+            None,
+        )
         .unwrap();
     let err = kb
-        .create(&candidate("  retry WITH backoff ", "y"), Status::Draft, "b", None)
+        .create(
+            &candidate("  retry WITH backoff ", "y"),
+            Status::Draft,
+            "b",
+            None,
+        )
         .unwrap_err();
     assert!(
         matches!(&err, KnowledgeError::DuplicateTitle { existing_id, .. } if *existing_id == e.id),
@@ -117,19 +138,28 @@ fn duplicate_titles(open: Open<'_>) {
 fn lifecycle_and_versions(open: Open<'_>) {
     let mut kb = open();
     let e = kb
-        .create(&candidate("Use the logger", "Log through Log.info"), Status::Submitted, "a", None)
+        .create(
+            &candidate("Use the logger", "Log through Log.info"),
+            Status::Submitted,
+            "a",
+            None,
+        )
         .unwrap();
     let err = kb
         .transition(&e.id, Status::Published, "rev", None, None)
         .unwrap_err();
     assert!(
-        err.to_string().contains("allowed next states from submitted are approved, rejected"),
+        err.to_string()
+            .contains("allowed next states from submitted are approved, rejected"),
         "{err}"
     );
     let err = kb
         .transition(&e.id, Status::Rejected, "rev", Some("  "), None)
         .unwrap_err();
-    assert!(matches!(err, KnowledgeError::ReasonRequired { .. }), "{err}");
+    assert!(
+        matches!(err, KnowledgeError::ReasonRequired { .. }),
+        "{err}"
+    );
     let a = kb
         .transition(&e.id, Status::Approved, "rev", Some("good"), Some(1))
         .unwrap();
@@ -154,7 +184,12 @@ fn lifecycle_and_versions(open: Open<'_>) {
 fn stale_version_conflicts(open: Open<'_>) {
     let mut kb = open();
     let e = kb
-        .create(&candidate("Use the logger", "Log through Log.info"), Status::Submitted, "a", None)
+        .create(
+            &candidate("Use the logger", "Log through Log.info"),
+            Status::Submitted,
+            "a",
+            None,
+        )
         .unwrap();
     kb.transition(&e.id, Status::Approved, "ana", None, Some(1))
         .unwrap();
@@ -179,11 +214,19 @@ fn stale_version_conflicts(open: Open<'_>) {
 fn update_and_resubmit(open: Open<'_>) {
     let mut kb = open();
     let e = kb
-        .create(&candidate("Cache images", "Images are cached in memory"), Status::Submitted, "a", None)
+        .create(
+            &candidate("Cache images", "Images are cached in memory"),
+            Status::Submitted,
+            "a",
+            None,
+        )
         .unwrap();
     kb.transition(&e.id, Status::Rejected, "rev", Some("vague"), None)
         .unwrap();
-    let edit = candidate("Cache images on disk", "Images are cached on disk by ImageStore");
+    let edit = candidate(
+        "Cache images on disk",
+        "Images are cached on disk by ImageStore",
+    );
     let u = kb
         .update(&e.id, &edit, Some(0.8), Some("a"), Some(2))
         .unwrap();
@@ -212,7 +255,16 @@ fn update_and_resubmit(open: Open<'_>) {
     let err = kb
         .update(&id, &candidate("Published one", "new"), None, None, None)
         .unwrap_err();
-    assert!(matches!(err, KnowledgeError::NotEditable { status: Status::Published, .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            KnowledgeError::NotEditable {
+                status: Status::Published,
+                ..
+            }
+        ),
+        "{err}"
+    );
 }
 
 fn list_filters_and_order(open: Open<'_>) {
@@ -231,10 +283,13 @@ fn list_filters_and_order(open: Open<'_>) {
         .into_iter()
         .map(|e| e.id)
         .collect();
-    assert_eq!(all, vec![c.clone(), b.id.clone(), a.id.clone()], "newest first");
-    let only = |f: Filter| -> Vec<String> {
-        kb.list(&f).unwrap().into_iter().map(|e| e.id).collect()
-    };
+    assert_eq!(
+        all,
+        vec![c.clone(), b.id.clone(), a.id.clone()],
+        "newest first"
+    );
+    let only =
+        |f: Filter| -> Vec<String> { kb.list(&f).unwrap().into_iter().map(|e| e.id).collect() };
     assert_eq!(
         only(Filter {
             statuses: vec![Status::Draft, Status::Published],
@@ -257,7 +312,12 @@ fn list_filters_and_order(open: Open<'_>) {
         }),
         vec![c.clone()]
     );
-    let live: Vec<String> = kb.live_entries().unwrap().into_iter().map(|e| e.id).collect();
+    let live: Vec<String> = kb
+        .live_entries()
+        .unwrap()
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
     assert_eq!(live, vec![a.id, b.id, c], "oldest first");
 }
 
@@ -268,10 +328,19 @@ fn search_ranks_and_filters(open: Open<'_>) {
         "Retry requests with backoff",
         "Every request retries with exponential backoff",
     );
-    let one = publish(kb.as_mut(), "Log failed requests", "A failed request is logged once");
+    let one = publish(
+        kb.as_mut(),
+        "Log failed requests",
+        "A failed request is logged once",
+    );
     let cjk = publish(kb.as_mut(), "网络请求重试", "网络请求失败时重试三次");
-    kb.create(&candidate("Draft about backoff", "backoff draft"), Status::Draft, "a", None)
-        .unwrap();
+    kb.create(
+        &candidate("Draft about backoff", "backoff draft"),
+        Status::Draft,
+        "a",
+        None,
+    )
+    .unwrap();
     let hits = kb
         .search(
             "retry backoff",
@@ -286,7 +355,11 @@ fn search_ranks_and_filters(open: Open<'_>) {
     assert_eq!(hits[0].score, 1.0);
     let hits = kb.search("request backoff", &Filter::default()).unwrap();
     let ids: Vec<&str> = hits.iter().map(|h| h.entry.id.as_str()).collect();
-    assert_eq!(ids.first(), Some(&both.as_str()), "more terms first: {ids:?}");
+    assert_eq!(
+        ids.first(),
+        Some(&both.as_str()),
+        "more terms first: {ids:?}"
+    );
     assert!(ids.contains(&one.as_str()), "{ids:?}");
     assert_eq!(ids.len(), 3, "the draft matches backoff: {ids:?}");
     let hits = kb.search("重试", &Filter::default()).unwrap();
@@ -333,10 +406,14 @@ fn edges_and_impact(open: Open<'_>) {
     let auth = publish(kb.as_mut(), "Auth layer", "tokens");
     let (edge, new) = kb.add_edge(&retry, &base, "requires", 1.0, "ana").unwrap();
     assert!(new);
-    assert_eq!((edge.created_by.as_str(), edge.relation.as_str()), ("ana", "requires"));
+    assert_eq!(
+        (edge.created_by.as_str(), edge.relation.as_str()),
+        ("ana", "requires")
+    );
     let (_, new) = kb.add_edge(&retry, &base, "Requires", 0.5, "ana").unwrap();
     assert!(!new, "same edge re-weighted");
-    kb.add_edge(&auth, &retry, "depends-on", 1.0, "ana").unwrap();
+    kb.add_edge(&auth, &retry, "depends-on", 1.0, "ana")
+        .unwrap();
     kb.add_edge(&auth, &base, "related", 1.0, "ana").unwrap();
     assert!(matches!(
         kb.add_edge(&base, &base, "related", 1.0, "x"),
@@ -359,7 +436,10 @@ fn edges_and_impact(open: Open<'_>) {
         .collect();
     assert_eq!(
         incoming,
-        vec![(auth.as_str(), "related", 1.0), (retry.as_str(), "requires", 0.5)]
+        vec![
+            (auth.as_str(), "related", 1.0),
+            (retry.as_str(), "requires", 0.5)
+        ]
     );
     assert_eq!(n.incoming[1].other_title, "Retry layer");
     assert_eq!(n.incoming[1].other_status, Status::Published);
@@ -390,7 +470,14 @@ fn proposals(open: Open<'_>) {
         Err(KnowledgeError::UnknownValue { .. })
     ));
     let p = kb
-        .propose(&id, "deprecate", "replaced by os_log", &json!({"uses": 0}), 1.7, "agent")
+        .propose(
+            &id,
+            "deprecate",
+            "replaced by os_log",
+            &json!({"uses": 0}),
+            1.7,
+            "agent",
+        )
         .unwrap();
     assert_eq!((p.status.as_str(), p.confidence), ("open", 1.0));
     assert_eq!(p.evidence, json!({"uses": 0}));
@@ -409,7 +496,10 @@ fn proposals(open: Open<'_>) {
     assert_eq!(kb.get(&id).unwrap().status, Status::Deprecated);
     let all = kb.proposals_for(&id).unwrap();
     assert_eq!(all.len(), 2);
-    assert!(all.iter().all(|p| p.status == "executed" && p.resolved_by.as_deref() == Some("lead")));
+    assert!(
+        all.iter()
+            .all(|p| p.status == "executed" && p.resolved_by.as_deref() == Some("lead"))
+    );
     assert_eq!(all[0].id, p.id, "oldest first");
 }
 
@@ -426,8 +516,13 @@ fn violation(rule: &str, line: u32) -> Violation {
 
 fn guard_runs_and_overrides(open: Open<'_>) {
     let mut kb = open();
-    kb.record_guard_run("a.swift", "swift", &[violation("no-print", 3), violation("no-print", 1)], "ana")
-        .unwrap();
+    kb.record_guard_run(
+        "a.swift",
+        "swift",
+        &[violation("no-print", 3), violation("no-print", 1)],
+        "ana",
+    )
+    .unwrap();
     kb.record_guard_run("b.swift", "swift", &[], "bo").unwrap();
     let runs = kb.guard_runs(None, 10).unwrap();
     let targets: Vec<&str> = runs.iter().map(|r| r.target.as_str()).collect();
@@ -437,7 +532,10 @@ fn guard_runs_and_overrides(open: Open<'_>) {
     assert_eq!(runs[1].checked_by, "ana");
     assert_eq!(kb.guard_runs(Some("a.swift"), 10).unwrap().len(), 1);
     let stats = kb.guard_stats().unwrap();
-    assert_eq!((stats.runs, stats.violations, stats.files_with_violations), (2, 2, 1));
+    assert_eq!(
+        (stats.runs, stats.violations, stats.files_with_violations),
+        (2, 2, 1)
+    );
     assert_eq!(stats.by_rule.get("no-print"), Some(&2));
 
     assert_eq!(kb.guard_overrides().unwrap(), None);
@@ -445,7 +543,10 @@ fn guard_runs_and_overrides(open: Open<'_>) {
     kb.set_guard_overrides(Some(text), "lead").unwrap();
     assert_eq!(kb.guard_overrides().unwrap().as_deref(), Some(text));
     let bad = kb.set_guard_overrides(Some("[[rule]]\nid = 1"), "lead");
-    assert!(matches!(bad, Err(KnowledgeError::RuleFile { .. })), "{bad:?}");
+    assert!(
+        matches!(bad, Err(KnowledgeError::RuleFile { .. })),
+        "{bad:?}"
+    );
     assert_eq!(kb.guard_overrides().unwrap().as_deref(), Some(text), "kept");
     kb.set_guard_overrides(None, "lead").unwrap();
     assert_eq!(kb.guard_overrides().unwrap(), None);
@@ -458,7 +559,8 @@ fn stats(open: Open<'_>) {
     kb.create(&candidate("Three", "three"), Status::Submitted, "a", None)
         .unwrap();
     kb.add_edge(&a, &b, "related", 1.0, "a").unwrap();
-    kb.propose(&a, "enhance", "x", &json!({}), 0.5, "a").unwrap();
+    kb.propose(&a, "enhance", "x", &json!({}), 0.5, "a")
+        .unwrap();
     kb.record_guard_run("x.swift", "swift", &[], "a").unwrap();
     let s = kb.stats().unwrap();
     assert_eq!((s.total, s.candidates, s.recipes), (3, 1, 2));
@@ -486,14 +588,26 @@ fn export_import_round_trip(open: Open<'_>) {
 
     let mut to = open();
     let clash = to
-        .create(&candidate("Base client", "another"), Status::Draft, "bo", None)
+        .create(
+            &candidate("Base client", "another"),
+            Status::Draft,
+            "bo",
+            None,
+        )
         .unwrap();
     let report = to.import(&data).unwrap();
     assert_eq!((report.imported, report.already_present), (2, 0));
     assert_eq!(report.title_taken, vec![(b.clone(), clash.id.clone())]);
-    assert_eq!(to.get(&a).unwrap(), from.get(&a).unwrap(), "same id, fields, counters, version");
+    assert_eq!(
+        to.get(&a).unwrap(),
+        from.get(&a).unwrap(),
+        "same id, fields, counters, version"
+    );
     assert_eq!(to.history(&a).unwrap(), from.history(&a).unwrap());
-    assert_eq!(to.proposals_for(&a).unwrap(), from.proposals_for(&a).unwrap());
+    assert_eq!(
+        to.proposals_for(&a).unwrap(),
+        from.proposals_for(&a).unwrap()
+    );
     assert_eq!(report.edges, 0, "its other end was not imported");
     // runs are numbered per store; everything else comes across
     let unnumbered = |kb: &dyn KnowledgeBackend| -> Vec<_> {
@@ -502,7 +616,10 @@ fn export_import_round_trip(open: Open<'_>) {
         runs
     };
     assert_eq!(unnumbered(to.as_ref()), unnumbered(from.as_ref()));
-    assert_eq!(to.guard_overrides().unwrap().as_deref(), Some("disabled = []\n"));
+    assert_eq!(
+        to.guard_overrides().unwrap().as_deref(),
+        Some("disabled = []\n")
+    );
     assert_eq!(to.search("backoff", &Filter::default()).unwrap().len(), 1);
 
     let again = to.import(&data).unwrap();
@@ -512,6 +629,9 @@ fn export_import_round_trip(open: Open<'_>) {
 
     let mut empty = open();
     let all = empty.import(&data).unwrap();
-    assert_eq!((all.imported, all.edges, all.proposals, all.guard_runs), (3, 1, 1, 1));
+    assert_eq!(
+        (all.imported, all.edges, all.proposals, all.guard_runs),
+        (3, 1, 1, 1)
+    );
     assert_eq!(empty.export().unwrap().entries, data.entries);
 }

@@ -62,7 +62,11 @@ pub enum KnowledgeError {
     #[error(
         "entry '{id}' was changed by someone else (expected version {expected}, it is now at {found}); nothing was written, read it again and retry"
     )]
-    Conflict { id: String, expected: i64, found: i64 },
+    Conflict {
+        id: String,
+        expected: i64,
+        found: i64,
+    },
     /// A failure of a storage backend other than SQLite (the team server), naming it.
     #[error("{0}")]
     Backend(Box<dyn std::error::Error + Send + Sync>),

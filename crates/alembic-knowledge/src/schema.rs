@@ -8,9 +8,9 @@ pub const COMPONENT: &str = "knowledge";
 /// The knowledge schema. Never edit a released step; append a new one.
 pub const MIGRATIONS: &[Migration] = &[
     Migration {
-    version: 1,
-    sql: concat!(
-        r#"
+        version: 1,
+        sql: concat!(
+            r#"
 create table knowledge_entries (
     seq integer primary key,
     id text not null unique,
@@ -47,14 +47,14 @@ create index knowledge_entries_status on knowledge_entries (status);
 create index knowledge_entries_title_norm on knowledge_entries (title_norm);
 
 "#,
-        fts5_index_sql!(
-            table: "knowledge_entries",
-            fts: "knowledge_fts",
-            rowid: "seq",
-            columns: ["search_text"],
-            tokenize: "porter unicode61 remove_diacritics 2",
-        ),
-        r#"
+            fts5_index_sql!(
+                table: "knowledge_entries",
+                fts: "knowledge_fts",
+                rowid: "seq",
+                columns: ["search_text"],
+                tokenize: "porter unicode61 remove_diacritics 2",
+            ),
+            r#"
 -- every status change, with who and why; the creation is a row with from_status null
 create table knowledge_history (
     seq integer primary key,
@@ -116,8 +116,8 @@ create table evolution_proposals (
 );
 create index evolution_proposals_entry on evolution_proposals (entry_id, status);
 "#
-    ),
-},
+        ),
+    },
     Migration {
         version: 2,
         // Rows carry a version for optimistic writes (a conflict instead of a lost update).

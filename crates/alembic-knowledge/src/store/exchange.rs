@@ -93,9 +93,11 @@ impl KnowledgeStore {
         let mut fresh = HashSet::new();
         for e in &data.entries {
             let present = tx
-                .query_row("select 1 from knowledge_entries where id = ?1", [&e.id], |_| {
-                    Ok(())
-                })
+                .query_row(
+                    "select 1 from knowledge_entries where id = ?1",
+                    [&e.id],
+                    |_| Ok(()),
+                )
                 .optional()?
                 .is_some();
             if present {
@@ -111,9 +113,21 @@ impl KnowledgeStore {
             fresh.insert(e.id.as_str());
             report.imported += 1;
         }
-        for h in data.history.iter().filter(|h| fresh.contains(h.entry_id.as_str())) {
+        for h in data
+            .history
+            .iter()
+            .filter(|h| fresh.contains(h.entry_id.as_str()))
+        {
             let t = &h.transition;
-            insert_history(&tx, &h.entry_id, t.from, t.to, t.at, &t.by, t.reason.as_deref())?;
+            insert_history(
+                &tx,
+                &h.entry_id,
+                t.from,
+                t.to,
+                t.at,
+                &t.by,
+                t.reason.as_deref(),
+            )?;
         }
         for edge in &data.edges {
             report.edges += tx.execute(

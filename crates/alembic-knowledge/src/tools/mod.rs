@@ -39,8 +39,7 @@ use crate::guard::{GuardRules, PROJECT_RULES_PATH};
 use crate::store::KnowledgeStore;
 
 /// Opens the team's knowledge store; the error names the server and the cause.
-pub type KnowledgeOpener =
-    Box<dyn Fn() -> Result<Box<dyn KnowledgeBackend>, String> + Send + Sync>;
+pub type KnowledgeOpener = Box<dyn Fn() -> Result<Box<dyn KnowledgeBackend>, String> + Send + Sync>;
 
 /// The team store of a [`KnowledgeService`]: opened on first use, retried after a failure.
 struct TeamSlot {
@@ -183,8 +182,8 @@ impl KnowledgeService {
             ..crate::store::Filter::default()
         };
         let (stored, entries) = self.with(|kb| Ok((kb.guard_overrides()?, kb.list(&filter)?)))?;
-        let rules = GuardRules::load_layers(stored.as_deref(), project.as_deref())
-            .map_err(tool_error)?;
+        let rules =
+            GuardRules::load_layers(stored.as_deref(), project.as_deref()).map_err(tool_error)?;
         Ok(rules.with_entries(&entries))
     }
 }

@@ -23,8 +23,12 @@ fn old_rows_keep_the_version_bootstrap_kept_in_extra() {
     let conn = alembic_store::open_project(dir.path()).unwrap();
     // a database at knowledge schema 1, with a revised bootstrap candidate
     let mut conn = conn;
-    alembic_store::migrate(&mut conn, "knowledge", &alembic_knowledge::schema::MIGRATIONS[..1])
-        .unwrap();
+    alembic_store::migrate(
+        &mut conn,
+        "knowledge",
+        &alembic_knowledge::schema::MIGRATIONS[..1],
+    )
+    .unwrap();
     conn.execute(
         "insert into knowledge_entries (id, title, title_norm, kind, extra, status, created_by, \
          created_at, updated_at, search_text) values ('k-old', 'Old', 'old', 'fact', \
@@ -36,7 +40,15 @@ fn old_rows_keep_the_version_bootstrap_kept_in_extra() {
     let mut kb = KnowledgeStore::open_project(dir.path()).unwrap();
     assert_eq!(kb.get("k-old").unwrap().version, 3);
     let fresh = kb
-        .create(&NewEntry { title: "New".into(), ..NewEntry::default() }, Status::Draft, "a", None)
+        .create(
+            &NewEntry {
+                title: "New".into(),
+                ..NewEntry::default()
+            },
+            Status::Draft,
+            "a",
+            None,
+        )
         .unwrap();
     assert_eq!(fresh.version, 1);
 }

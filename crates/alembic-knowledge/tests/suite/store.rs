@@ -30,8 +30,14 @@ fn published(kb: &mut KnowledgeStore, title: &str) -> String {
 fn every_transition_is_a_history_row_with_who_why_and_when() {
     let mut kb = store();
     let id = published(&mut kb, "Retry with backoff");
-    kb.transition(&id, Status::Deprecated, "bob", Some("client rewritten"), None)
-        .unwrap();
+    kb.transition(
+        &id,
+        Status::Deprecated,
+        "bob",
+        Some("client rewritten"),
+        None,
+    )
+    .unwrap();
     let h = kb.history(&id).unwrap();
     let moves: Vec<_> = h
         .iter()
@@ -194,7 +200,8 @@ fn published_recipes_cannot_be_edited_and_rejected_ones_return_to_review() {
             &c,
             &entry("Candidate v2", "with sources"),
             None,
-            Some("agent"), None,
+            Some("agent"),
+            None,
         )
         .unwrap();
     assert_eq!(

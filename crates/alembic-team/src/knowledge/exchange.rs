@@ -237,7 +237,10 @@ pub(super) fn export(kb: &PgKnowledge) -> Result<KnowledgeExport, KnowledgeError
             " from team_knowledge_entries where team = $1 order by seq"
         );
         let found = sqlx::query(sql).bind(team).fetch_all(&mut *tx).await?;
-        let entries = found.iter().map(rows::decode).collect::<Result<Vec<_>, _>>()?;
+        let entries = found
+            .iter()
+            .map(rows::decode)
+            .collect::<Result<Vec<_>, _>>()?;
         let found = sqlx::query(
             "select from_status, to_status, at, by, reason, entry_id from team_knowledge_history
              where team = $1 order by seq",
@@ -270,7 +273,10 @@ pub(super) fn export(kb: &PgKnowledge) -> Result<KnowledgeExport, KnowledgeError
         .bind(team)
         .fetch_all(&mut *tx)
         .await?;
-        let proposals = found.iter().map(proposal_of).collect::<Result<Vec<_>, _>>()?;
+        let proposals = found
+            .iter()
+            .map(proposal_of)
+            .collect::<Result<Vec<_>, _>>()?;
         let guard_runs = guard_runs(&mut tx, team, None, i64::MAX, false).await?;
         let guard_overrides: Option<String> =
             sqlx::query_scalar("select rules from team_guard_overrides where team = $1")
@@ -319,11 +325,21 @@ pub(super) fn import(
         for h in data.history.iter().filter(|h| fresh.contains(&h.entry_id)) {
             let t = &h.transition;
             let reason = t.reason.as_deref();
-            rows::insert_history(&mut tx, &stamp, &h.entry_id, t.from, t.to, t.at, &t.by, reason)
-                .await?;
+            rows::insert_history(
+                &mut tx,
+                &stamp,
+                &h.entry_id,
+                t.from,
+                t.to,
+                t.at,
+                &t.by,
+                reason,
+            )
+            .await?;
         }
         for edge in &data.edges {
-            report.edges += insert_edge(&mut tx, &who.team, &who.author, edge, false).await? as usize;
+            report.edges +=
+                insert_edge(&mut tx, &who.team, &who.author, edge, false).await? as usize;
         }
         for p in &data.proposals {
             report.proposals += insert_proposal(&mut tx, &who.team, &who.author, p).await? as usize;

@@ -172,7 +172,10 @@ async fn counts(
     let found = sqlx::query(sql).bind(team).fetch_all(conn).await?;
     let mut out = BTreeMap::new();
     for r in &found {
-        out.insert(r.try_get::<String, _>(0)?, r.try_get::<i64, _>(1)?.max(0) as u64);
+        out.insert(
+            r.try_get::<String, _>(0)?,
+            r.try_get::<i64, _>(1)?.max(0) as u64,
+        );
     }
     Ok(out)
 }
@@ -244,8 +247,12 @@ pub(super) fn guard_stats(kb: &PgKnowledge) -> Result<GuardStats, KnowledgeError
         let team = who.team.as_str();
         let mut tx = begin_team(&pool, team).await?;
         let mut stats = GuardStats {
-            runs: count(&mut tx, "select count(*) from team_guard_runs where team = $1", team)
-                .await?,
+            runs: count(
+                &mut tx,
+                "select count(*) from team_guard_runs where team = $1",
+                team,
+            )
+            .await?,
             violations: count(
                 &mut tx,
                 "select count(*) from team_guard_violations where team = $1",

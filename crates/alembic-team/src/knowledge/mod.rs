@@ -22,8 +22,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use alembic_knowledge::backend::{
-    RESUBMIT_REASON, check_editable, check_transition, check_version, new_entry_id,
-    resubmit_moves,
+    RESUBMIT_REASON, check_editable, check_transition, check_version, new_entry_id, resubmit_moves,
 };
 use alembic_knowledge::evolution::Proposal;
 use alembic_knowledge::graph::{Neighbours, Stats};

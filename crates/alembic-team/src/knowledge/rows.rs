@@ -79,7 +79,8 @@ pub(crate) fn decode(row: &PgRow) -> Result<Entry, TeamError> {
     let id: String = row.try_get(0)?;
     let kind: String = row.try_get(3)?;
     let status: String = row.try_get(15)?;
-    let count = |i: usize| -> Result<u64, TeamError> { Ok(row.try_get::<i64, _>(i)?.max(0) as u64) };
+    let count =
+        |i: usize| -> Result<u64, TeamError> { Ok(row.try_get::<i64, _>(i)?.max(0) as u64) };
     Ok(Entry {
         title: row.try_get(1)?,
         description: row.try_get(2)?,
@@ -95,7 +96,9 @@ pub(crate) fn decode(row: &PgRow) -> Result<Entry, TeamError> {
         tags: json(&id, "tags", &row.try_get::<String, _>(12)?)?,
         sources: json(&id, "sources", &row.try_get::<String, _>(13)?)?,
         quality: row.try_get(14)?,
-        status: status.parse::<Status>().map_err(|e| corrupt(&id, "status", e))?,
+        status: status
+            .parse::<Status>()
+            .map_err(|e| corrupt(&id, "status", e))?,
         created_by: row.try_get(16)?,
         created_at: row.try_get(17)?,
         updated_at: row.try_get(18)?,
@@ -128,9 +131,7 @@ pub(crate) async fn find(
 
 /// The entry `id` of `team`, or `NotFound` naming it.
 pub(crate) async fn get(conn: &mut PgConnection, team: &str, id: &str) -> Result<Entry, TeamError> {
-    find(conn, team, id)
-        .await?
-        .ok_or_else(|| not_found(id))
+    find(conn, team, id).await?.ok_or_else(|| not_found(id))
 }
 
 /// The entry `id`, locked for the rest of the transaction (writers of one entry serialise).
@@ -149,7 +150,10 @@ pub(crate) async fn get_for_update(
         .bind(id)
         .fetch_optional(conn)
         .await?;
-    row.as_ref().map(decode).transpose()?.ok_or_else(|| not_found(id))
+    row.as_ref()
+        .map(decode)
+        .transpose()?
+        .ok_or_else(|| not_found(id))
 }
 
 pub(crate) fn not_found(id: &str) -> TeamError {
@@ -216,7 +220,11 @@ pub(crate) struct Stamp<'a> {
 }
 
 /// Inserts `e` as it is (id, status, counters, version, times): creation and import.
-pub(crate) async fn insert(conn: &mut PgConnection, s: &Stamp<'_>, e: &Entry) -> Result<(), TeamError> {
+pub(crate) async fn insert(
+    conn: &mut PgConnection,
+    s: &Stamp<'_>,
+    e: &Entry,
+) -> Result<(), TeamError> {
     let new = NewEntry::from(e);
     let search = entry_search_text(&e.title, &e.description, &e.content, &e.pattern, &e.tags);
     sqlx::query(
@@ -270,7 +278,13 @@ pub(crate) async fn write_content(
     let kind = new
         .kind
         .unwrap_or_else(|| Kind::from_knowledge_type(&new.knowledge_type));
-    let search = entry_search_text(&new.title, &new.description, &new.content, &new.pattern, &new.tags);
+    let search = entry_search_text(
+        &new.title,
+        &new.description,
+        &new.content,
+        &new.pattern,
+        &new.tags,
+    );
     sqlx::query(
         "update team_knowledge_entries set title = $3, title_norm = $4, description = $5,
              kind = $6, knowledge_type = $7, category = $8, language = $9, trigger = $10,
