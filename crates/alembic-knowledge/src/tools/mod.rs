@@ -1,6 +1,7 @@
 //! The knowledge tools: `query` (6), `lifecycle` (10), `knowledge-graph` (2), `guard` (4),
 //! `evolution-tools` (3), the composites `submit_with_check`, `knowledge_overview` and
-//! `analyze_code`, and the infrastructure tool `graph_impact_analysis`; and, registered apart
+//! `analyze_code`, the infrastructure tool `graph_impact_analysis` and the team operator
+//! tools (`team_knowledge_status|push|pull`, [`TEAM_TOOL_NAMES`]); and, registered apart
 //! with the project's LLM provider, the `ai-analysis` tools `enrich_candidate` and
 //! `refine_bootstrap_candidates` ([`register_analysis_tools`]).
 //!
@@ -19,6 +20,7 @@ mod guard;
 mod lifecycle;
 mod query;
 mod submit;
+mod team;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -32,6 +34,7 @@ use alembic_tools::{
 
 pub use analysis::{ANALYSIS_TOOL_NAMES, ProviderSlot, register_analysis_tools};
 pub use submit::check_submission;
+pub use team::{TEAM_TOOL_NAMES, register_team_tools};
 
 use crate::backend::KnowledgeBackend;
 use crate::error::KnowledgeError;
@@ -247,7 +250,7 @@ pub fn register_tools(
     {
         registry.register(def)?;
     }
-    Ok(())
+    team::register_team_tools(registry, state.kb)
 }
 
 /// Names of every tool [`register_tools`] registers.
