@@ -129,3 +129,51 @@ async fn knowledge_calls_fail_fast_naming_the_server_when_it_is_down() {
         .await;
     assert!(remembered.is_ok(), "{}", remembered.text_for_model());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bootstrap_publishes_its_candidates_to_the_team_once() {
+    let team = fresh_team("rt-bootstrap");
+    let dir = checkout(&pg_url(), &team, "ana");
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::write(
+        root.join("src/main.rs"),
+        "mod store;\nfn main() {\n    let s = store::Store::shared();\n    println!(\"{}\", s.len());\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("src/store.rs"),
+        "pub struct Store { items: Vec<String> }\n\nimpl Store {\n    pub fn shared() -> Store {\n        Store { items: Vec::new() }\n    }\n\n    pub fn len(&self) -> usize {\n        self.items.unwrap().len()\n    }\n}\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("Cargo.toml"), "[package]\nname = \"p\"\n").unwrap();
+    let rt = ProjectRuntime::open(root).unwrap();
+    let report = ok(&rt, "bootstrap_knowledge", json!({})).await;
+    let created = report["candidates"].as_array().unwrap().len();
+    assert!(created > 0, "{report}");
+    assert_eq!(report["team"]["published"], json!(created), "{report}");
+    // the local run committed them in the project database, with the same ids as the team's
+    let local: Vec<String> = rt
+        .services()
+        .knowledge
+        .with_local(|kb| kb.list(&Default::default()))
+        .unwrap()
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    let other = ProjectRuntime::open(checkout(&pg_url(), &team, "bo").path()).unwrap();
+    let on_team: Vec<String> = other
+        .services()
+        .knowledge
+        .with(|kb| kb.list(&Default::default()))
+        .unwrap()
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    assert_eq!(on_team.len(), created);
+    assert!(on_team.iter().all(|id| local.contains(id)), "{on_team:?} {local:?}");
+    // a second run publishes nothing twice
+    let again = ok(&rt, "bootstrap_knowledge", json!({"force": true})).await;
+    assert_eq!(again["team"]["published"], json!(0), "{again}");
+    assert_eq!(again["team"]["alreadyThere"], json!(created), "{again}");
+}
