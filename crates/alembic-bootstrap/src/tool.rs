@@ -114,7 +114,10 @@ async fn publish(
         return;
     };
     let published = tokio::task::spawn_blocking(move || {
-        knowledge.publish_local(|e| e.created_by == crate::checkpoint::BOOTSTRAP_SOURCE, false)
+        knowledge.publish_local(
+            |e| e.created_by == crate::checkpoint::BOOTSTRAP_SOURCE,
+            false,
+        )
     })
     .await;
     match published {

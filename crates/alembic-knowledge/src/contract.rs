@@ -17,8 +17,11 @@ use crate::store::{Filter, Usage};
 /// Opens a fresh, empty store.
 pub type Open<'a> = &'a dyn Fn() -> Box<dyn KnowledgeBackend>;
 
+/// One check: runs against stores from `open`.
+pub type Check = fn(Open<'_>);
+
 /// Every check, by name.
-pub const CHECKS: &[(&str, fn(Open<'_>))] = &[
+pub const CHECKS: &[(&str, Check)] = &[
     ("create_get_history", create_get_history),
     ("duplicate_titles", duplicate_titles),
     ("lifecycle_and_versions", lifecycle_and_versions),

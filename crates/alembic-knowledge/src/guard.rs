@@ -311,6 +311,40 @@ pub fn language_of(path: &str) -> &'static str {
     }
 }
 
+/// Writes `run` and its violations inside the caller's transaction; returns its number.
+pub(crate) fn insert_run(
+    conn: &rusqlite::Connection,
+    run: &GuardRun,
+) -> Result<i64, KnowledgeError> {
+    conn.execute(
+        "insert into guard_runs (target, language, violation_count, checked_at, checked_by) \
+         values (?1, ?2, ?3, ?4, ?5)",
+        params![
+            run.target,
+            run.language,
+            run.violation_count as i64,
+            run.checked_at,
+            run.checked_by
+        ],
+    )?;
+    let seq = conn.last_insert_rowid();
+    for v in &run.violations {
+        conn.execute(
+            "insert into guard_violations (run_seq, rule_id, severity, line, snippet, message) \
+             values (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![
+                seq,
+                v.rule_id,
+                v.severity.as_str(),
+                v.line,
+                v.snippet,
+                v.message
+            ],
+        )?;
+    }
+    Ok(seq)
+}
+
 /// A recorded check.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -377,32 +411,21 @@ impl KnowledgeStore {
         violations: &[Violation],
         by: &str,
     ) -> Result<i64, KnowledgeError> {
-        let now = self.now();
+        let run = GuardRun {
+            run: 0,
+            target: target.to_string(),
+            language: language.to_string(),
+            violation_count: violations.len() as u64,
+            checked_at: self.now(),
+            checked_by: by.to_string(),
+            violations: violations.to_vec(),
+        };
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        tx.execute(
-            "insert into guard_runs (target, language, violation_count, checked_at, checked_by) \
-             values (?1, ?2, ?3, ?4, ?5)",
-            params![target, language, violations.len() as i64, now, by],
-        )?;
-        let run = tx.last_insert_rowid();
-        for v in violations {
-            tx.execute(
-                "insert into guard_violations (run_seq, rule_id, severity, line, snippet, message) \
-                 values (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![
-                    run,
-                    v.rule_id,
-                    v.severity.as_str(),
-                    v.line,
-                    v.snippet,
-                    v.message
-                ],
-            )?;
-        }
+        let seq = insert_run(&tx, &run)?;
         tx.commit()?;
-        Ok(run)
+        Ok(seq)
     }
 
     /// The latest runs, newest first, optionally only those of `target`.

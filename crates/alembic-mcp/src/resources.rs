@@ -15,9 +15,9 @@ use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use alembic_runtime::knowledge::{KnowledgeError, KnowledgeService};
 use alembic_runtime::knowledge::model::Status;
 use alembic_runtime::knowledge::store::Filter;
+use alembic_runtime::knowledge::{KnowledgeError, KnowledgeService};
 use alembic_runtime::memory::{ListFilter, MemoryService, Scope};
 use rmcp::model::{Resource, ResourceContents, ResourceTemplate};
 

@@ -39,7 +39,11 @@ pub struct TeamArgs {
 type Step = (&'static str, &'static str, &'static str);
 
 const STATUS: [Step; 2] = [
-    ("team_status", "asking the team server about memories", "memories"),
+    (
+        "team_status",
+        "asking the team server about memories",
+        "memories",
+    ),
     (
         "team_knowledge_status",
         "asking the team server about knowledge",
@@ -48,11 +52,19 @@ const STATUS: [Step; 2] = [
 ];
 const PUSH: [Step; 2] = [
     ("team_push", "pushing team memories", "memories"),
-    ("team_knowledge_push", "pushing the knowledge base", "knowledge"),
+    (
+        "team_knowledge_push",
+        "pushing the knowledge base",
+        "knowledge",
+    ),
 ];
 const PULL: [Step; 2] = [
     ("team_pull", "pulling team memories", "memories"),
-    ("team_knowledge_pull", "pulling the knowledge base", "knowledge"),
+    (
+        "team_knowledge_pull",
+        "pulling the knowledge base",
+        "knowledge",
+    ),
 ];
 
 pub fn run(command: TeamCommand) -> CmdResult {

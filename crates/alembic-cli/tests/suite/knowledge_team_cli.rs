@@ -33,7 +33,14 @@ fn submit(dir: &std::path::Path, title: &str) -> String {
     let args = json!({"title": title, "content": {"markdown": "Client.send retries 3 times with backoff", "pattern": "retry(3) { send() }"}, "sources": ["src/client.rs"]}).to_string();
     let out = json_of(
         dir,
-        &["tools", "call", "submit_knowledge", "--json", "--args", &args],
+        &[
+            "tools",
+            "call",
+            "submit_knowledge",
+            "--json",
+            "--args",
+            &args,
+        ],
     );
     out["output"]["data"]["id"].as_str().unwrap().to_string()
 }

@@ -60,7 +60,10 @@ fn push_moves_team_memories_to_the_server_and_another_checkout_pulls_them() {
     assert_eq!(status["memories"]["teamMemories"], json!(0));
 
     let pushed = json_out(&run(a.path(), &["team", "push", "--json"]).success());
-    assert_eq!(pushed["memories"], json!({"pushed": 1, "alreadyOnServer": 0}));
+    assert_eq!(
+        pushed["memories"],
+        json!({"pushed": 1, "alreadyOnServer": 0})
+    );
     let text = run(a.path(), &["team", "push"]).success();
     let text = String::from_utf8(text.get_output().stdout.clone()).unwrap();
     assert_eq!(

@@ -198,31 +198,6 @@ fn import_guard_run(conn: &rusqlite::Connection, run: &GuardRun) -> Result<usize
     if present {
         return Ok(0);
     }
-    conn.execute(
-        "insert into guard_runs (target, language, violation_count, checked_at, checked_by) \
-         values (?1, ?2, ?3, ?4, ?5)",
-        params![
-            run.target,
-            run.language,
-            run.violation_count as i64,
-            run.checked_at,
-            run.checked_by
-        ],
-    )?;
-    let seq = conn.last_insert_rowid();
-    for v in &run.violations {
-        conn.execute(
-            "insert into guard_violations (run_seq, rule_id, severity, line, snippet, message) \
-             values (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![
-                seq,
-                v.rule_id,
-                v.severity.as_str(),
-                v.line,
-                v.snippet,
-                v.message
-            ],
-        )?;
-    }
+    crate::guard::insert_run(conn, run)?;
     Ok(1)
 }

@@ -43,7 +43,10 @@ async fn an_mcp_session_sees_a_recipe_published_from_another_checkout() {
         .as_str()
         .unwrap()
         .to_string();
-    for (tool, arg) in [("approve_candidate", "candidateId"), ("publish_recipe", "recipeId")] {
+    for (tool, arg) in [
+        ("approve_candidate", "candidateId"),
+        ("publish_recipe", "recipeId"),
+    ] {
         let moved = publisher.call_as_cli(tool, json!({ arg: id })).await;
         assert!(moved.is_ok(), "{}", moved.text_for_model());
     }

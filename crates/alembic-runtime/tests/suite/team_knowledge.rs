@@ -30,8 +30,9 @@ fn fresh_team(label: &str) -> String {
 fn checkout(url: &str, team: &str, author: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join(".alembic")).unwrap();
-    let config =
-        format!("[team]\nurl = \"{url}\"\nteam = \"{team}\"\nauthor = \"{author}\"\nconnect_timeout_secs = 2\n");
+    let config = format!(
+        "[team]\nurl = \"{url}\"\nteam = \"{team}\"\nauthor = \"{author}\"\nconnect_timeout_secs = 2\n"
+    );
     std::fs::write(dir.path().join(".alembic/config.toml"), config).unwrap();
     dir
 }
@@ -60,13 +61,20 @@ fn candidate(title: &str) -> Value {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_recipe_published_in_one_checkout_is_found_by_a_search_in_the_other() {
     let team = fresh_team("rt-knowledge");
-    let (a, b) = (checkout(&pg_url(), &team, "ana"), checkout(&pg_url(), &team, "bo"));
+    let (a, b) = (
+        checkout(&pg_url(), &team, "ana"),
+        checkout(&pg_url(), &team, "bo"),
+    );
     let (a, b) = (
         ProjectRuntime::open(a.path()).unwrap(),
         ProjectRuntime::open(b.path()).unwrap(),
     );
-    let id = ok(&a, "submit_knowledge", candidate("Retry failed requests with backoff")).await
-        ["id"]
+    let id = ok(
+        &a,
+        "submit_knowledge",
+        candidate("Retry failed requests with backoff"),
+    )
+    .await["id"]
         .as_str()
         .unwrap()
         .to_string();
@@ -113,11 +121,17 @@ async fn knowledge_calls_fail_fast_naming_the_server_when_it_is_down() {
     let outcome = rt
         .call_as_cli("search_recipes", json!({"keyword": "backoff"}))
         .await;
-    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
     assert!(!outcome.is_ok());
     let text = outcome.text_for_model();
     assert!(
-        text.contains(&format!("team server 127.0.0.1:{port}/alembic is unreachable")),
+        text.contains(&format!(
+            "team server 127.0.0.1:{port}/alembic is unreachable"
+        )),
         "{text}"
     );
     // local work goes on: a project memory is still remembered
@@ -171,7 +185,10 @@ async fn bootstrap_publishes_its_candidates_to_the_team_once() {
         .map(|e| e.id)
         .collect();
     assert_eq!(on_team.len(), created);
-    assert!(on_team.iter().all(|id| local.contains(id)), "{on_team:?} {local:?}");
+    assert!(
+        on_team.iter().all(|id| local.contains(id)),
+        "{on_team:?} {local:?}"
+    );
     // a second run publishes nothing twice
     let again = ok(&rt, "bootstrap_knowledge", json!({"force": true})).await;
     assert_eq!(again["team"]["published"], json!(0), "{again}");
