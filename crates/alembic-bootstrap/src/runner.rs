@@ -66,6 +66,9 @@ pub struct Bootstrap {
     /// The analyser of runs started through the tool (the CLI's LLM analyser); `None`: the
     /// deterministic one.
     analyser: RwLock<Option<Arc<dyn DimensionAnalyser>>>,
+    /// The project's knowledge service: with a team configured, tool-started runs publish
+    /// bootstrap's candidates to the team store at the end ([`Bootstrap::publishing_to`]).
+    publish_to: Option<Arc<alembic_knowledge::KnowledgeService>>,
 }
 
 impl std::fmt::Debug for Bootstrap {
@@ -92,7 +95,22 @@ impl Bootstrap {
             clock: Arc::new(alembic_base::SystemClock),
             progress: RwLock::new(None),
             analyser: RwLock::new(None),
+            publish_to: None,
         }
+    }
+
+    /// Publishes the candidates of tool-started runs through `knowledge` when it has a team
+    /// store: the run itself commits each dimension in the project database (atomic with
+    /// its checkpoint, as without a team); at the end, every candidate bootstrap created
+    /// there that the team does not have yet is copied to the team store with the same id.
+    pub fn publishing_to(mut self, knowledge: Arc<alembic_knowledge::KnowledgeService>) -> Self {
+        self.publish_to = Some(knowledge);
+        self
+    }
+
+    /// The knowledge service set with [`Bootstrap::publishing_to`].
+    pub fn publisher(&self) -> Option<Arc<alembic_knowledge::KnowledgeService>> {
+        self.publish_to.clone()
     }
 
     /// Sends the progress of later tool-started runs to `sink` (`None`: no progress).

@@ -93,6 +93,50 @@ async fn run(bootstrap: &Bootstrap, args: BootstrapArgs) -> Result<ToolOutput, T
             }
             other => ToolError::failed(other.to_string()),
         })?;
-    let data = serde_json::to_value(&report).map_err(|e| ToolError::failed(e.to_string()))?;
-    Ok(ToolOutput::new(data, report.table()))
+    let mut data = serde_json::to_value(&report).map_err(|e| ToolError::failed(e.to_string()))?;
+    let mut text = report.table();
+    if let Some(knowledge) = bootstrap.publisher() {
+        publish(knowledge, &mut data, &mut text).await;
+    }
+    Ok(ToolOutput::new(data, text))
+}
+
+/// With a team configured: copies every candidate bootstrap created in the project database
+/// that the team store does not have yet (same ids; idempotent) and says so in the report
+/// (`team`), or why it could not (`teamError`: the local run is committed either way, and a
+/// later run or `alembic team push` publishes what is missing).
+async fn publish(
+    knowledge: Arc<alembic_knowledge::KnowledgeService>,
+    data: &mut serde_json::Value,
+    text: &mut String,
+) {
+    let Some(team) = knowledge.team_label().map(str::to_string) else {
+        return;
+    };
+    let published = tokio::task::spawn_blocking(move || {
+        knowledge.publish_local(
+            |e| e.created_by == crate::checkpoint::BOOTSTRAP_SOURCE,
+            false,
+        )
+    })
+    .await;
+    match published {
+        Ok(Ok(Some(r))) => {
+            data["team"] = serde_json::json!({"team": team, "published": r.imported,
+                "alreadyThere": r.already_present, "titleTaken": r.title_taken.len()});
+            text.push_str(&format!(
+                "\npublished {} candidates to {team} ({} were already there)",
+                r.imported, r.already_present
+            ));
+        }
+        Ok(Ok(None)) => {}
+        Ok(Err(e)) => {
+            data["teamError"] = serde_json::json!(e.to_string());
+            text.push_str(&format!("\ncandidates not published to {team}: {e}"));
+        }
+        Err(e) => {
+            data["teamError"] = serde_json::json!(e.to_string());
+            text.push_str(&format!("\ncandidates not published to {team}: {e}"));
+        }
+    }
 }

@@ -10,7 +10,7 @@ use alembic_bootstrap::{
     Bootstrap, BootstrapConfig, BootstrapOptions, BootstrapReport, DeterministicAnalyser,
     DimensionStatus, NoProgress,
 };
-use alembic_knowledge::{Filter, KnowledgeStore, Status};
+use alembic_knowledge::{Filter, KnowledgeBackend, KnowledgeStore, Status};
 use alembic_memory::{ListFilter, MemoryConfig, MemorySource, PersistentMemory};
 
 const PLANTED: [&str; 7] = [

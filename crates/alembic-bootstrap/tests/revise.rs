@@ -11,7 +11,7 @@ use alembic_bootstrap::{
     Bootstrap, BootstrapConfig, BootstrapOptions, BootstrapReport, DeterministicAnalyser,
     DimensionSummary, NoProgress,
 };
-use alembic_knowledge::{Entry, Filter, KnowledgeStore, Status};
+use alembic_knowledge::{Entry, Filter, KnowledgeBackend, KnowledgeStore, Status};
 use alembic_memory::MemoryConfig;
 
 const TITLE: &str = "Guard rule rust-unwrap: unwrap() panics on None/Err in library code";
@@ -121,7 +121,7 @@ async fn changed_evidence_revises_a_submitted_candidate_and_leaves_a_reviewed_on
 
     // reviewed: a changed evidence leaves it as the reviewer saw it
     let mut kb = KnowledgeStore::open_project(root).unwrap();
-    kb.transition(&created.id, Status::Approved, "reviewer", None)
+    kb.transition(&created.id, Status::Approved, "reviewer", None, None)
         .unwrap();
     write_source(root, 3);
     let fourth = run(root).await;

@@ -57,6 +57,19 @@ pub enum KnowledgeError {
     },
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
+    /// An optimistic write found the entry at another version: someone else changed it
+    /// since it was read. Nothing was written; read it again and retry.
+    #[error(
+        "entry '{id}' was changed by someone else (expected version {expected}, it is now at {found}); nothing was written, read it again and retry"
+    )]
+    Conflict {
+        id: String,
+        expected: i64,
+        found: i64,
+    },
+    /// A failure of a storage backend other than SQLite (the team server), naming it.
+    #[error("{0}")]
+    Backend(Box<dyn std::error::Error + Send + Sync>),
 }
 
 fn allowed_list(allowed: &[Status]) -> String {

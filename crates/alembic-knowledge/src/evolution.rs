@@ -2,9 +2,10 @@
 //! confirmed deprecation or a skip closes the proposals).
 
 use rusqlite::{OptionalExtension, TransactionBehavior, params};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::backend::{check_proposal_target, check_proposal_type, new_proposal_id};
 use crate::error::KnowledgeError;
 use crate::model::Status;
 use crate::store::{KnowledgeStore, status_in, transition_in};
@@ -13,7 +14,7 @@ use crate::store::{KnowledgeStore, status_in, transition_in};
 pub const PROPOSAL_TYPES: &[&str] = &["enhance", "correction", "deprecate", "merge", "supersede"];
 
 /// A stored proposal.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Proposal {
     pub id: String,
@@ -33,7 +34,7 @@ pub struct Proposal {
 
 impl KnowledgeStore {
     /// Files a proposal against a published recipe. One open proposal per recipe and type.
-    pub fn propose(
+    pub(crate) fn file_proposal(
         &mut self,
         entry_id: &str,
         kind: &str,
@@ -42,27 +43,13 @@ impl KnowledgeStore {
         confidence: f64,
         by: &str,
     ) -> Result<Proposal, KnowledgeError> {
-        if !PROPOSAL_TYPES.contains(&kind) {
-            return Err(KnowledgeError::UnknownValue {
-                field: "proposal type",
-                value: kind.to_string(),
-                accepted: "enhance, correction, deprecate, merge, supersede",
-            });
-        }
+        check_proposal_type(kind)?;
         let now = self.now();
-        let id = format!("ep-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+        let id = new_proposal_id();
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let status = status_in(&tx, entry_id)?;
-        if status != Status::Published {
-            return Err(KnowledgeError::InvalidTransition {
-                id: entry_id.to_string(),
-                from: status,
-                to: Status::Published,
-                allowed: status.next(),
-            });
-        }
+        check_proposal_target(entry_id, status_in(&tx, entry_id)?)?;
         let open: Option<String> = tx
             .query_row(
                 "select id from evolution_proposals where entry_id = ?1 and type = ?2 \
@@ -103,7 +90,7 @@ impl KnowledgeStore {
     }
 
     /// Proposals of one entry, oldest first.
-    pub fn proposals_for(&self, entry_id: &str) -> Result<Vec<Proposal>, KnowledgeError> {
+    pub(crate) fn proposals_of(&self, entry_id: &str) -> Result<Vec<Proposal>, KnowledgeError> {
         self.proposals_where("entry_id = ?1", entry_id)
     }
 
@@ -135,7 +122,7 @@ impl KnowledgeStore {
 
     /// Deprecates a published recipe and closes its open proposals as executed, atomically.
     /// Returns how many proposals were closed.
-    pub fn confirm_deprecation(
+    pub(crate) fn deprecate_closing(
         &mut self,
         entry_id: &str,
         reason: &str,
@@ -148,7 +135,7 @@ impl KnowledgeStore {
 
     /// Records that a recipe was looked at and left as it is: its open proposals are closed
     /// as skipped with the reason. Returns how many were closed.
-    pub fn skip_evolution(
+    pub(crate) fn skip_closing(
         &mut self,
         entry_id: &str,
         reason: &str,

@@ -1,6 +1,6 @@
 //! Typed edges between knowledge entries, and the counts behind `get_project_stats`.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 
 use rusqlite::{OptionalExtension, TransactionBehavior, params};
 use serde::Serialize;
@@ -104,7 +104,7 @@ pub fn check_relation(relation: &str) -> Result<String, KnowledgeError> {
 impl KnowledgeStore {
     /// Adds (or re-weights) the edge `from -relation-> to`. Both entries must exist and differ.
     /// Returns the edge and whether it was new.
-    pub fn add_edge(
+    pub(crate) fn put_edge(
         &mut self,
         from: &str,
         to: &str,
@@ -151,7 +151,7 @@ impl KnowledgeStore {
     }
 
     /// Edges leaving and entering `id`, optionally of one relation.
-    pub fn neighbours(
+    pub(crate) fn edges_around(
         &self,
         id: &str,
         relation: Option<&str>,
@@ -206,55 +206,8 @@ impl KnowledgeStore {
         Ok(out)
     }
 
-    /// Entries a change to `id` reaches: breadth first over incoming edges of the
-    /// [`IMPACT_RELATIONS`], up to `max_depth` edges away, each entry once (at its smallest
-    /// depth), cycles included.
-    pub fn impact(&self, id: &str, max_depth: usize) -> Result<Impact, KnowledgeError> {
-        status_in(&self.conn, id)?;
-        let mut seen = HashSet::from([id.to_string()]);
-        let mut frontier = vec![(vec![id.to_string()], Vec::<String>::new())];
-        let mut impact = Impact::default();
-        for depth in 1..=max_depth {
-            let mut next = Vec::new();
-            for (path, relations) in &frontier {
-                let node = path.last().map_or(id, String::as_str);
-                for n in self.edges_where("to_id", "from_id", node, None)? {
-                    let relation = n.edge.relation;
-                    if !IMPACT_RELATIONS.contains(&relation.as_str()) || seen.contains(&n.other_id)
-                    {
-                        continue;
-                    }
-                    if impact.impacted.len() == MAX_IMPACTED {
-                        impact.truncated = true;
-                        return Ok(impact);
-                    }
-                    seen.insert(n.other_id.clone());
-                    let mut path = path.clone();
-                    path.push(n.other_id.clone());
-                    let mut relations = relations.clone();
-                    relations.push(relation.clone());
-                    impact.impacted.push(Impacted {
-                        id: n.other_id,
-                        title: n.other_title,
-                        status: n.other_status,
-                        depth,
-                        relation,
-                        path: path.clone(),
-                        relations: relations.clone(),
-                    });
-                    next.push((path, relations));
-                }
-            }
-            if next.is_empty() {
-                break;
-            }
-            frontier = next;
-        }
-        Ok(impact)
-    }
-
     /// Counts by status, kind, language and relation.
-    pub fn stats(&self) -> Result<Stats, KnowledgeError> {
+    pub(crate) fn counts_all(&self) -> Result<Stats, KnowledgeError> {
         let mut stats = Stats {
             by_status: self.counts("select status, count(*) from knowledge_entries group by 1")?,
             by_kind: self.counts("select kind, count(*) from knowledge_entries group by 1")?,

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use regex::{Regex, RegexBuilder};
-use rusqlite::{TransactionBehavior, params};
+use rusqlite::{OptionalExtension, TransactionBehavior, params};
 use serde::{Deserialize, Serialize};
 
 use crate::error::KnowledgeError;
@@ -18,6 +18,8 @@ use crate::store::KnowledgeStore;
 pub const BUILTIN_RULES: &str = include_str!("../data/guard_rules.toml");
 /// Project rule file, relative to the project root.
 pub const PROJECT_RULES_PATH: &str = ".alembic/guard-rules.toml";
+/// Where stored overrides come from, in error messages.
+pub const STORED_RULES_ORIGIN: &str = "the knowledge store's guard-rule overrides";
 /// Longest regex program a rule may compile to (guards against pathological patterns).
 const REGEX_SIZE_LIMIT: usize = 1 << 20;
 
@@ -137,6 +139,16 @@ impl GuardRules {
     /// Built-ins overlaid with a project rules file's text (rules with the same id replace
     /// built-ins; `disabled` ids are dropped).
     pub fn load(project: Option<&str>) -> Result<GuardRules, KnowledgeError> {
+        Self::load_layers(None, project)
+    }
+
+    /// Built-ins, overlaid first with the overrides kept in the knowledge store (shared by
+    /// a team), then with the project's rules file: a later layer replaces rules with the
+    /// same id and drops its `disabled` ids.
+    pub fn load_layers(
+        stored: Option<&str>,
+        project: Option<&str>,
+    ) -> Result<GuardRules, KnowledgeError> {
         let builtin = parse_file(BUILTIN_RULES, "built-in rules")?;
         let mut by_id: BTreeMap<String, RuleSpec> = BTreeMap::new();
         let mut order = Vec::new();
@@ -145,10 +157,15 @@ impl GuardRules {
             order.push(spec.id.clone());
             by_id.insert(spec.id.clone(), spec);
         }
-        if let Some(text) = project {
-            let file = parse_file(text, PROJECT_RULES_PATH)?;
+        let layers = [
+            (STORED_RULES_ORIGIN, "store", stored),
+            (PROJECT_RULES_PATH, "project", project),
+        ];
+        for (origin, source, text) in layers {
+            let Some(text) = text else { continue };
+            let file = parse_file(text, origin)?;
             for mut spec in file.rule {
-                spec.source = "project".into();
+                spec.source = source.into();
                 if !by_id.contains_key(&spec.id) {
                     order.push(spec.id.clone());
                 }
@@ -294,8 +311,42 @@ pub fn language_of(path: &str) -> &'static str {
     }
 }
 
+/// Writes `run` and its violations inside the caller's transaction; returns its number.
+pub(crate) fn insert_run(
+    conn: &rusqlite::Connection,
+    run: &GuardRun,
+) -> Result<i64, KnowledgeError> {
+    conn.execute(
+        "insert into guard_runs (target, language, violation_count, checked_at, checked_by) \
+         values (?1, ?2, ?3, ?4, ?5)",
+        params![
+            run.target,
+            run.language,
+            run.violation_count as i64,
+            run.checked_at,
+            run.checked_by
+        ],
+    )?;
+    let seq = conn.last_insert_rowid();
+    for v in &run.violations {
+        conn.execute(
+            "insert into guard_violations (run_seq, rule_id, severity, line, snippet, message) \
+             values (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![
+                seq,
+                v.rule_id,
+                v.severity.as_str(),
+                v.line,
+                v.snippet,
+                v.message
+            ],
+        )?;
+    }
+    Ok(seq)
+}
+
 /// A recorded check.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GuardRun {
     pub run: i64,
@@ -319,44 +370,66 @@ pub struct GuardStats {
 }
 
 impl KnowledgeStore {
+    pub(crate) fn stored_guard_overrides(&self) -> Result<Option<String>, KnowledgeError> {
+        Ok(self
+            .conn
+            .query_row("select rules from guard_overrides where id = 1", [], |r| {
+                r.get(0)
+            })
+            .optional()?)
+    }
+
+    /// Replaces the stored overrides after checking that they parse and compile.
+    pub(crate) fn store_guard_overrides(
+        &mut self,
+        text: Option<&str>,
+        by: &str,
+    ) -> Result<(), KnowledgeError> {
+        let now = self.now();
+        match text {
+            Some(text) => {
+                GuardRules::load_layers(Some(text), None)?;
+                self.conn.execute(
+                    "insert into guard_overrides (id, rules, updated_by, updated_at) \
+                     values (1, ?1, ?2, ?3) on conflict (id) do update set rules = ?1, \
+                     updated_by = ?2, updated_at = ?3",
+                    params![text, by, now],
+                )?;
+            }
+            None => {
+                self.conn.execute("delete from guard_overrides", [])?;
+            }
+        }
+        Ok(())
+    }
+
     /// Records one check of `target` and its violations.
-    pub fn record_guard_run(
+    pub(crate) fn insert_guard_run(
         &mut self,
         target: &str,
         language: &str,
         violations: &[Violation],
         by: &str,
     ) -> Result<i64, KnowledgeError> {
-        let now = self.now();
+        let run = GuardRun {
+            run: 0,
+            target: target.to_string(),
+            language: language.to_string(),
+            violation_count: violations.len() as u64,
+            checked_at: self.now(),
+            checked_by: by.to_string(),
+            violations: violations.to_vec(),
+        };
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        tx.execute(
-            "insert into guard_runs (target, language, violation_count, checked_at, checked_by) \
-             values (?1, ?2, ?3, ?4, ?5)",
-            params![target, language, violations.len() as i64, now, by],
-        )?;
-        let run = tx.last_insert_rowid();
-        for v in violations {
-            tx.execute(
-                "insert into guard_violations (run_seq, rule_id, severity, line, snippet, message) \
-                 values (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![
-                    run,
-                    v.rule_id,
-                    v.severity.as_str(),
-                    v.line,
-                    v.snippet,
-                    v.message
-                ],
-            )?;
-        }
+        let seq = insert_run(&tx, &run)?;
         tx.commit()?;
-        Ok(run)
+        Ok(seq)
     }
 
     /// The latest runs, newest first, optionally only those of `target`.
-    pub fn guard_runs(
+    pub(crate) fn latest_guard_runs(
         &self,
         target: Option<&str>,
         limit: usize,
@@ -407,7 +480,7 @@ impl KnowledgeStore {
     }
 
     /// Totals over every recorded run.
-    pub fn guard_stats(&self) -> Result<GuardStats, KnowledgeError> {
+    pub(crate) fn guard_totals(&self) -> Result<GuardStats, KnowledgeError> {
         let mut stats = GuardStats {
             runs: self.count("select count(*) from guard_runs")?,
             violations: self.count("select count(*) from guard_violations")?,

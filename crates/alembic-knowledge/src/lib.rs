@@ -3,13 +3,15 @@
 //! and evolution proposals — and the tools of the `query`, `lifecycle`, `knowledge-graph`,
 //! `guard` and `evolution-tools` modules over it.
 //!
-//! Main types: [`KnowledgeStore`] (SQLite on the project database, versioned migrations),
+//! Main types: [`KnowledgeBackend`] (the one storage trait: [`KnowledgeStore`] here, SQLite
+//! on the project database with versioned migrations; the team store on PostgreSQL in
+//! `alembic-team`),
 //! [`Entry`] / [`NewEntry`], [`Status`] (draft → submitted → approved | rejected → published
 //! → deprecated; every move is a history row with who and why), [`GuardRules`], and
 //! [`tools::KnowledgeService`], the service the tools are registered with.
 //!
 //! ```
-//! use alembic_knowledge::{KnowledgeStore, NewEntry, Status, Filter};
+//! use alembic_knowledge::{KnowledgeBackend, KnowledgeStore, NewEntry, Status, Filter};
 //! let mut kb = KnowledgeStore::open_in_memory().unwrap();
 //! let new = NewEntry {
 //!     title: "Retry requests with exponential backoff".into(),
@@ -17,16 +19,20 @@
 //!     ..NewEntry::default()
 //! };
 //! let e = kb.create(&new, Status::Submitted, "agent", None).unwrap();
-//! kb.transition(&e.id, Status::Approved, "reviewer", None).unwrap();
-//! let e = kb.transition(&e.id, Status::Published, "reviewer", None).unwrap();
+//! kb.transition(&e.id, Status::Approved, "reviewer", None, None).unwrap();
+//! // With the version it read, a reviewer's move fails if someone else moved the entry.
+//! let e = kb.transition(&e.id, Status::Published, "reviewer", None, Some(2)).unwrap();
 //! assert_eq!(e.status, Status::Published);
 //! let hits = kb.search("backoff", &Filter::default()).unwrap();
 //! assert_eq!(hits[0].entry.id, e.id);
 //! // Publishing again is refused, naming the current state and what may follow it.
-//! let err = kb.transition(&e.id, Status::Published, "x", None).unwrap_err();
+//! let err = kb.transition(&e.id, Status::Published, "x", None, None).unwrap_err();
 //! assert!(err.to_string().contains("allowed next states from published are deprecated"));
 //! ```
 
+pub mod backend;
+#[cfg(feature = "test-support")]
+pub mod contract;
 pub mod error;
 pub mod evolution;
 pub mod export;
@@ -40,6 +46,7 @@ pub mod store;
 pub mod text;
 pub mod tools;
 
+pub use backend::{HistoryRow, ImportReport, KnowledgeBackend, KnowledgeExport};
 pub use error::KnowledgeError;
 pub use evolution::Proposal;
 pub use graph::{Impact, Impacted, Neighbour, Neighbours, Stats};

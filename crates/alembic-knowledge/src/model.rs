@@ -221,6 +221,14 @@ pub struct Entry {
     pub views: u64,
     pub adoptions: u64,
     pub applications: u64,
+    /// Bumped by every edit and status change; optimistic writes name the version they read
+    /// and get [`KnowledgeError::Conflict`] when the entry moved on.
+    #[serde(default = "first_version")]
+    pub version: i64,
+}
+
+fn first_version() -> i64 {
+    1
 }
 
 /// One status change of an entry.
@@ -244,6 +252,27 @@ pub struct Edge {
     pub weight: f64,
     pub created_by: String,
     pub created_at: i64,
+}
+
+/// The content fields of a stored entry (what an edit or an import writes).
+impl From<&Entry> for NewEntry {
+    fn from(e: &Entry) -> NewEntry {
+        NewEntry {
+            title: e.title.clone(),
+            description: e.description.clone(),
+            kind: Some(e.kind),
+            knowledge_type: e.knowledge_type.clone(),
+            category: e.category.clone(),
+            language: e.language.clone(),
+            trigger: e.trigger.clone(),
+            content: e.content.clone(),
+            pattern: e.pattern.clone(),
+            rationale: e.rationale.clone(),
+            tags: e.tags.clone(),
+            sources: e.sources.clone(),
+            extra: e.extra.clone(),
+        }
+    }
 }
 
 /// Lower-cased title with whitespace collapsed: two titles are "the same" when these match.

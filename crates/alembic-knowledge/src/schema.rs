@@ -6,10 +6,11 @@ use alembic_store::{Migration, fts5_index_sql};
 pub const COMPONENT: &str = "knowledge";
 
 /// The knowledge schema. Never edit a released step; append a new one.
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    sql: concat!(
-        r#"
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        sql: concat!(
+            r#"
 create table knowledge_entries (
     seq integer primary key,
     id text not null unique,
@@ -46,14 +47,14 @@ create index knowledge_entries_status on knowledge_entries (status);
 create index knowledge_entries_title_norm on knowledge_entries (title_norm);
 
 "#,
-        fts5_index_sql!(
-            table: "knowledge_entries",
-            fts: "knowledge_fts",
-            rowid: "seq",
-            columns: ["search_text"],
-            tokenize: "porter unicode61 remove_diacritics 2",
-        ),
-        r#"
+            fts5_index_sql!(
+                table: "knowledge_entries",
+                fts: "knowledge_fts",
+                rowid: "seq",
+                columns: ["search_text"],
+                tokenize: "porter unicode61 remove_diacritics 2",
+            ),
+            r#"
 -- every status change, with who and why; the creation is a row with from_status null
 create table knowledge_history (
     seq integer primary key,
@@ -115,5 +116,23 @@ create table evolution_proposals (
 );
 create index evolution_proposals_entry on evolution_proposals (entry_id, status);
 "#
-    ),
-}];
+        ),
+    },
+    Migration {
+        version: 2,
+        // Rows carry a version for optimistic writes (a conflict instead of a lost update).
+        // Bootstrap kept a candidate's version in `extra.version`; old rows start from it.
+        sql: r#"
+alter table knowledge_entries add column version integer not null default 1;
+update knowledge_entries set version = json_extract(extra, '$.version')
+    where json_type(extra, '$.version') = 'integer' and json_extract(extra, '$.version') > 1;
+-- guard-rule overrides kept in the store (a rules file's text), applied before the project's file
+create table guard_overrides (
+    id integer primary key check (id = 1),
+    rules text not null,
+    updated_by text not null,
+    updated_at integer not null
+);
+"#,
+    },
+];

@@ -9,11 +9,15 @@ use std::sync::Arc;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde::Serialize;
 
+use crate::backend::{
+    RESUBMIT_REASON, check_editable, check_transition, check_version, resubmit_moves, score_hits,
+};
 use crate::error::KnowledgeError;
 use crate::model::{Entry, Kind, NewEntry, Status, Transition, normalise_title};
 use crate::schema::{COMPONENT, MIGRATIONS};
 use crate::text;
 
+mod exchange;
 mod reindex;
 mod rows;
 
@@ -111,7 +115,7 @@ impl KnowledgeStore {
 
     /// Stores a new entry in `status` (draft or submitted), refusing a title that a live
     /// entry (anything not deprecated) already has.
-    pub fn create(
+    pub(crate) fn create_entry(
         &mut self,
         new: &NewEntry,
         status: Status,
@@ -124,7 +128,7 @@ impl KnowledgeStore {
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let id = Self::create_in_transaction(&tx, new, status, by, quality, now)?;
         tx.commit()?;
-        self.get(&id)
+        Self::get_in(&self.conn, &id)
     }
 
     /// [`KnowledgeStore::create`] on `conn`, which must be inside a transaction the caller
@@ -138,7 +142,7 @@ impl KnowledgeStore {
         quality: Option<f64>,
         now: i64,
     ) -> Result<String, KnowledgeError> {
-        let id = format!("k-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+        let id = crate::backend::new_entry_id();
         if let Some((existing_id, st)) = live_title(conn, &normalise_title(&new.title), None)? {
             return Err(KnowledgeError::DuplicateTitle {
                 title: new.title.clone(),
@@ -152,12 +156,8 @@ impl KnowledgeStore {
     }
 
     /// The live entry (anything not deprecated) titled `title` (compared normalised), as
-    /// `(id, status)`: the entry [`KnowledgeStore::create`] would refuse a duplicate of.
-    pub fn live_title(&self, title: &str) -> Result<Option<(String, Status)>, KnowledgeError> {
-        Self::live_title_in(&self.conn, title)
-    }
-
-    /// [`KnowledgeStore::live_title`] on `conn` (inside a caller's transaction).
+    /// `(id, status)`, on `conn` (inside a caller's transaction): the entry `create` would
+    /// refuse a duplicate of.
     pub fn live_title_in(
         conn: &Connection,
         title: &str,
@@ -202,12 +202,7 @@ impl KnowledgeStore {
         Ok(())
     }
 
-    /// The entry with `id`.
-    pub fn get(&self, id: &str) -> Result<Entry, KnowledgeError> {
-        Self::get_in(&self.conn, id)
-    }
-
-    /// [`KnowledgeStore::get`] on `conn` (inside a caller's transaction).
+    /// The entry with `id` on `conn` (inside a caller's transaction).
     pub fn get_in(conn: &Connection, id: &str) -> Result<Entry, KnowledgeError> {
         conn.query_row(
             &format!("select {COLUMNS} from knowledge_entries where id = ?1"),
@@ -218,22 +213,9 @@ impl KnowledgeStore {
         .ok_or_else(|| KnowledgeError::NotFound { id: id.to_string() })
     }
 
-    /// Whether an entry with `id` exists.
-    pub fn exists(&self, id: &str) -> Result<bool, KnowledgeError> {
-        Ok(self
-            .conn
-            .query_row(
-                "select 1 from knowledge_entries where id = ?1",
-                [id],
-                |_| Ok(()),
-            )
-            .optional()?
-            .is_some())
-    }
-
     /// Every status change of `id`, oldest first.
-    pub fn history(&self, id: &str) -> Result<Vec<Transition>, KnowledgeError> {
-        self.get(id)?;
+    pub(crate) fn entry_history(&self, id: &str) -> Result<Vec<Transition>, KnowledgeError> {
+        Self::get_in(&self.conn, id)?;
         let mut stmt = self.conn.prepare(
             "select from_status, to_status, at, by, reason from knowledge_history \
              where entry_id = ?1 order by seq",
@@ -262,45 +244,45 @@ impl KnowledgeStore {
     }
 
     /// Moves `id` to `to`, recording who and why. Refuses moves the lifecycle does not allow,
-    /// naming the current state and the allowed next ones.
-    pub fn transition(
+    /// naming the current state and the allowed next ones, and (with `expected`) an entry
+    /// that moved on from the version the caller read.
+    pub(crate) fn move_entry(
         &mut self,
         id: &str,
         to: Status,
         by: &str,
         reason: Option<&str>,
+        expected: Option<i64>,
     ) -> Result<Entry, KnowledgeError> {
         let now = self.now();
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        check_version(id, expected, version_in(&tx, id)?)?;
         transition_in(&tx, id, to, by, reason, now)?;
         tx.commit()?;
-        self.get(id)
+        Self::get_in(&self.conn, id)
     }
 
     /// Replaces the editable fields of a candidate that is still draft, submitted or
     /// rejected. Published recipes change only through evolution proposals. With
     /// `resubmit_by`, a draft or rejected candidate goes (back) to review in the same
     /// transaction (rejected → draft → submitted, each move a history row).
-    pub fn update(
+    pub(crate) fn edit_entry(
         &mut self,
         id: &str,
         new: &NewEntry,
         quality: Option<f64>,
         resubmit_by: Option<&str>,
+        expected: Option<i64>,
     ) -> Result<Entry, KnowledgeError> {
         let now = self.now();
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let status = status_in(&tx, id)?;
-        if !matches!(status, Status::Draft | Status::Submitted | Status::Rejected) {
-            return Err(KnowledgeError::NotEditable {
-                id: id.to_string(),
-                status,
-            });
-        }
+        check_version(id, expected, version_in(&tx, id)?)?;
+        check_editable(id, status)?;
         if let Some((existing_id, st)) = live_title(&tx, &normalise_title(&new.title), Some(id))? {
             return Err(KnowledgeError::DuplicateTitle {
                 title: new.title.clone(),
@@ -310,20 +292,16 @@ impl KnowledgeStore {
         }
         update_entry(&tx, id, new, quality, now)?;
         if let Some(by) = resubmit_by {
-            let reason = Some("revised and resubmitted");
-            if status == Status::Rejected {
-                transition_in(&tx, id, Status::Draft, by, reason, now)?;
-            }
-            if status != Status::Submitted {
-                transition_in(&tx, id, Status::Submitted, by, reason, now)?;
+            for to in resubmit_moves(status) {
+                transition_in(&tx, id, *to, by, Some(RESUBMIT_REASON), now)?;
             }
         }
         tx.commit()?;
-        self.get(id)
+        Self::get_in(&self.conn, id)
     }
 
     /// Entries matching `filter`, newest first.
-    pub fn list(&self, filter: &Filter) -> Result<Vec<Entry>, KnowledgeError> {
+    pub(crate) fn list_entries(&self, filter: &Filter) -> Result<Vec<Entry>, KnowledgeError> {
         let (clause, args) = filter_sql(filter);
         let sql = format!(
             "select {COLUMNS} from knowledge_entries where {clause} \
@@ -337,7 +315,11 @@ impl KnowledgeStore {
 
     /// Full-text search over title, description, content and pattern, best first, with
     /// every filter applied inside the query (not after the limit).
-    pub fn search(&self, query: &str, filter: &Filter) -> Result<Vec<Hit>, KnowledgeError> {
+    pub(crate) fn search_entries(
+        &self,
+        query: &str,
+        filter: &Filter,
+    ) -> Result<Vec<Hit>, KnowledgeError> {
         let Some(fts) = text::fts_query(query) else {
             return Ok(Vec::new());
         };
@@ -357,21 +339,12 @@ impl KnowledgeStore {
         );
         let mut stmt = self.conn.prepare(&sql)?;
         let rows = stmt.query_map(rusqlite::params_from_iter(args.iter()), entry_from_row)?;
-        let mut hits = Vec::new();
-        for entry in rows {
-            let entry = entry?;
-            let body = format!(
-                "{} {} {} {}",
-                entry.title, entry.description, entry.content, entry.pattern
-            );
-            let score = (text::coverage(query, &body) * 100.0).round() / 100.0;
-            hits.push(Hit { entry, score });
-        }
-        Ok(hits)
+        let entries = rows.collect::<Result<Vec<_>, _>>()?;
+        Ok(score_hits(query, entries))
     }
 
     /// Increases one usage counter of `id`.
-    pub fn record_usage(&mut self, id: &str, usage: Usage) -> Result<Entry, KnowledgeError> {
+    pub(crate) fn count_usage(&mut self, id: &str, usage: Usage) -> Result<Entry, KnowledgeError> {
         let column = match usage {
             Usage::View => "views",
             Usage::Adoption => "adoptions",
@@ -388,11 +361,11 @@ impl KnowledgeStore {
         if changed == 0 {
             return Err(KnowledgeError::NotFound { id: id.to_string() });
         }
-        self.get(id)
+        Self::get_in(&self.conn, id)
     }
 
     /// Stores a computed quality score for `id`.
-    pub fn set_quality(&mut self, id: &str, quality: f64) -> Result<(), KnowledgeError> {
+    pub(crate) fn store_quality(&mut self, id: &str, quality: f64) -> Result<(), KnowledgeError> {
         let changed = self.conn.execute(
             "update knowledge_entries set quality = ?2 where id = ?1",
             params![id, quality],
@@ -404,7 +377,7 @@ impl KnowledgeStore {
     }
 
     /// Every entry that is not deprecated, for duplicate detection.
-    pub fn live_entries(&self) -> Result<Vec<Entry>, KnowledgeError> {
+    pub(crate) fn live(&self) -> Result<Vec<Entry>, KnowledgeError> {
         let mut stmt = self.conn.prepare(&format!(
             "select {COLUMNS} from knowledge_entries where status <> 'deprecated' order by seq"
         ))?;
@@ -465,6 +438,17 @@ pub(crate) fn parse_status(s: &str) -> Result<Status, KnowledgeError> {
         .map_err(|_| KnowledgeError::Corrupt(format!("unknown status '{s}' in the database")))
 }
 
+/// The stored version of `id`.
+pub(crate) fn version_in(conn: &Connection, id: &str) -> Result<i64, KnowledgeError> {
+    conn.query_row(
+        "select version from knowledge_entries where id = ?1",
+        [id],
+        |r| r.get(0),
+    )
+    .optional()?
+    .ok_or_else(|| KnowledgeError::NotFound { id: id.to_string() })
+}
+
 pub(crate) fn status_in(conn: &Connection, id: &str) -> Result<Status, KnowledgeError> {
     let status: Option<String> = conn
         .query_row(
@@ -489,23 +473,10 @@ pub(crate) fn transition_in(
     now: i64,
 ) -> Result<(), KnowledgeError> {
     let from = status_in(conn, id)?;
-    if !from.can_move_to(to) {
-        return Err(KnowledgeError::InvalidTransition {
-            id: id.to_string(),
-            from,
-            to,
-            allowed: from.next(),
-        });
-    }
-    let reason = reason.map(str::trim).filter(|r| !r.is_empty());
-    if to.needs_reason() && reason.is_none() {
-        return Err(KnowledgeError::ReasonRequired {
-            id: id.to_string(),
-            to,
-        });
-    }
+    let reason = check_transition(id, from, to, reason)?;
     conn.execute(
-        "update knowledge_entries set status = ?2, updated_at = ?3 where id = ?1",
+        "update knowledge_entries set status = ?2, updated_at = ?3, version = version + 1 \
+         where id = ?1",
         params![id, to.as_str(), now],
     )?;
     insert_history(conn, id, Some(from), to, now, by, reason)

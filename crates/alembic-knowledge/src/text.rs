@@ -22,6 +22,24 @@ pub fn search_text(parts: &[&str]) -> String {
         .join(" ")
 }
 
+/// The index text of an entry with these fields: the one definition, for both backends'
+/// writes and re-indexing.
+pub fn entry_search_text(
+    title: &str,
+    description: &str,
+    content: &str,
+    pattern: &str,
+    tags: &[String],
+) -> String {
+    search_text(&[title, description, content, pattern, &tags.join(" ")])
+}
+
+/// The distinct words of a query, sorted: what a backend's full-text query ORs together.
+pub fn query_terms(query: &str) -> Vec<String> {
+    let set: BTreeSet<String> = tokens(query).into_iter().collect();
+    set.into_iter().collect()
+}
+
 /// An FTS5 MATCH expression: every distinct query token, quoted, joined with OR (ranking
 /// by bm25 then prefers entries that match more of them). `None` when there is no word.
 pub fn fts_query(query: &str) -> Option<String> {

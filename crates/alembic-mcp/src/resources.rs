@@ -15,9 +15,9 @@ use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use alembic_runtime::knowledge::KnowledgeService;
 use alembic_runtime::knowledge::model::Status;
 use alembic_runtime::knowledge::store::Filter;
+use alembic_runtime::knowledge::{KnowledgeError, KnowledgeService};
 use alembic_runtime::memory::{ListFilter, MemoryService, Scope};
 use rmcp::model::{Resource, ResourceContents, ResourceTemplate};
 
@@ -222,13 +222,17 @@ impl ProjectContent {
         let Some(kb) = &self.knowledge else {
             return Ok(None);
         };
-        let exists = kb
-            .with(|store| store.exists(id))
+        // the knowledge service reads the team's store when a team is configured
+        let found = kb
+            .with(|store| match store.get(id) {
+                Ok(entry) => Ok(Some(entry)),
+                Err(KnowledgeError::NotFound { .. }) => Ok(None),
+                Err(e) => Err(e),
+            })
             .map_err(|e| e.to_string())?;
-        if !exists {
+        let Some(entry) = found else {
             return Ok(None);
-        }
-        let entry = kb.with(|store| store.get(id)).map_err(|e| e.to_string())?;
+        };
         // Only published recipes are resources; drafts and candidates stay behind the tools.
         if entry.status != Status::Published {
             return Ok(None);

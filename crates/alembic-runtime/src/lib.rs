@@ -136,12 +136,16 @@ impl ProjectServices {
             code_embedder,
             config.index.max_file_bytes(),
         )?);
-        let bootstrap = Arc::new(alembic_bootstrap::Bootstrap::new(
-            root,
-            Arc::clone(&code),
-            memory.memory.clone(),
-            config.bootstrap.clone(),
-        ));
+        let knowledge = Arc::new(team_config::knowledge_service(root, config)?);
+        let bootstrap = Arc::new(
+            alembic_bootstrap::Bootstrap::new(
+                root,
+                Arc::clone(&code),
+                memory.memory.clone(),
+                config.bootstrap.clone(),
+            )
+            .publishing_to(Arc::clone(&knowledge)),
+        );
         Ok(ProjectServices {
             code,
             memory: Arc::new(team_config::memory_service(
@@ -150,7 +154,7 @@ impl ProjectServices {
                 memory.memory,
                 memory_embedder,
             )?),
-            knowledge: Arc::new(alembic_knowledge::KnowledgeService::for_project(root)),
+            knowledge,
             safety: Arc::new(
                 alembic_safety::tools::SafetyServices::for_root(root)
                     .map_err(RuntimeError::Setup)?,

@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
+use alembic_knowledge::KnowledgeService;
 use alembic_memory::tools::MemoryService;
 use alembic_memory::{EmbedderConfig, MemoryConfig};
 use alembic_team::{DEFAULT_CONNECT_TIMEOUT, TeamConfig};
@@ -57,6 +58,26 @@ pub fn memory_service(
         Some(team) => {
             let clock = Arc::new(alembic_memory::SystemClock);
             let (label, open) = alembic_team::team_opener(team, memory, clock);
+            service.with_team(label, open)
+        }
+        None => service,
+    })
+}
+
+/// The project's knowledge base: the project database without a team; with a team
+/// configured, the team's store on the server (connected on first use, so a server that is
+/// down fails knowledge calls only, naming it and the cause, and never stops other work).
+/// The project database stays reachable (`KnowledgeService::with_local`) for bootstrap's
+/// local transaction and `alembic team push|pull`.
+pub fn knowledge_service(
+    root: &Path,
+    config: &ProjectConfig,
+) -> Result<KnowledgeService, ConfigError> {
+    let service = KnowledgeService::for_project(root);
+    Ok(match team_settings(config)? {
+        Some(team) => {
+            let (label, open) =
+                alembic_team::knowledge_opener(team, Arc::new(alembic_memory::SystemClock));
             service.with_team(label, open)
         }
         None => service,

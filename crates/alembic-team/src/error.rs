@@ -33,6 +33,8 @@ pub enum TeamError {
     Worker { reason: String },
     #[error(transparent)]
     Memory(#[from] MemoryError),
+    #[error(transparent)]
+    Knowledge(#[from] alembic_knowledge::KnowledgeError),
 }
 
 /// Domain errors (not found, conflict, bad input) keep their memory variant; the rest are
@@ -42,6 +44,17 @@ impl From<TeamError> for MemoryError {
         match e {
             TeamError::Memory(m) => m,
             other => MemoryError::Backend(Box::new(other)),
+        }
+    }
+}
+
+/// Domain errors (not found, conflict, bad input) keep their knowledge variant; the rest are
+/// backend failures with the server's name.
+impl From<TeamError> for alembic_knowledge::KnowledgeError {
+    fn from(e: TeamError) -> alembic_knowledge::KnowledgeError {
+        match e {
+            TeamError::Knowledge(k) => k,
+            other => alembic_knowledge::KnowledgeError::Backend(Box::new(other)),
         }
     }
 }

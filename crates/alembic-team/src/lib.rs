@@ -25,6 +25,7 @@
 mod client;
 mod config;
 mod error;
+mod knowledge;
 mod memory;
 pub mod schema;
 pub mod tx;
@@ -32,4 +33,5 @@ pub mod tx;
 pub use client::PgClient;
 pub use config::{DEFAULT_CONNECT_TIMEOUT, TeamConfig, check_url};
 pub use error::TeamError;
+pub use knowledge::{PgKnowledge, knowledge_opener};
 pub use memory::{PgMemory, Versioned, check_team_name, team_opener};

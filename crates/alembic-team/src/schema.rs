@@ -99,6 +99,155 @@ create trigger team_memory_stats_track after insert or delete or update of searc
     },
 ];
 
+/// Component name of the team knowledge tables.
+pub const KNOWLEDGE_COMPONENT: &str = "team_knowledge";
+
+/// The team knowledge base: entries, their review history, graph edges, evolution
+/// proposals, guard runs and guard-rule overrides. Every table carries `team`, `version`
+/// (bumped by every edit of the row) and `author` (who wrote it last). `search` is the
+/// `tsvector` of the same index text as SQLite's (`alembic_knowledge::text`, CJK split into
+/// unigrams and bigrams), English stemming as porter; `search_len` (kept by a trigger) feeds
+/// BM25 computed as FTS5 does.
+pub const KNOWLEDGE_MIGRATIONS: &[PgMigration] = &[PgMigration {
+    version: 1,
+    sql: r#"
+create table team_knowledge_entries (
+    seq bigserial primary key,
+    team text not null,
+    id text not null,
+    title text not null,
+    title_norm text not null,
+    description text not null default '',
+    kind text not null check (kind in ('rule', 'pattern', 'fact')),
+    knowledge_type text not null default 'code-pattern',
+    category text not null default 'general',
+    language text not null default '',
+    trigger text,
+    content text not null default '',
+    pattern text not null default '',
+    rationale text not null default '',
+    extra text not null default '{}',
+    tags text not null default '[]',
+    sources text not null default '[]',
+    quality double precision,
+    status text not null check (status in
+        ('draft', 'submitted', 'approved', 'rejected', 'published', 'deprecated')),
+    created_by text not null,
+    created_at bigint not null,
+    updated_at bigint not null,
+    views bigint not null default 0,
+    adoptions bigint not null default 0,
+    applications bigint not null default 0,
+    last_used_at bigint,
+    version bigint not null default 1,
+    author text not null,
+    search_text text not null,
+    search tsvector not null,
+    search_len integer not null default 0,
+    unique (team, id)
+);
+create index team_knowledge_entries_search on team_knowledge_entries using gin (search);
+create index team_knowledge_entries_status on team_knowledge_entries (team, status);
+create index team_knowledge_entries_title on team_knowledge_entries (team, title_norm);
+create function team_knowledge_search_len() returns trigger language plpgsql as $$
+begin
+    new.search_len := (select coalesce(sum(array_length(u.positions, 1)), 0) from unnest(new.search) u);
+    return new;
+end $$;
+create trigger team_knowledge_search_len before insert or update of search on team_knowledge_entries
+    for each row execute function team_knowledge_search_len();
+
+create table team_knowledge_history (
+    seq bigserial primary key,
+    team text not null,
+    entry_id text not null,
+    from_status text,
+    to_status text not null,
+    at bigint not null,
+    by text not null,
+    reason text,
+    version bigint not null default 1,
+    author text not null,
+    foreign key (team, entry_id) references team_knowledge_entries (team, id) on delete cascade
+);
+create index team_knowledge_history_entry on team_knowledge_history (team, entry_id, seq);
+
+create table team_knowledge_edges (
+    team text not null,
+    from_id text not null,
+    to_id text not null,
+    relation text not null,
+    weight double precision not null default 1.0,
+    created_by text not null,
+    created_at bigint not null,
+    version bigint not null default 1,
+    author text not null,
+    primary key (team, from_id, to_id, relation),
+    check (from_id <> to_id),
+    foreign key (team, from_id) references team_knowledge_entries (team, id) on delete cascade,
+    foreign key (team, to_id) references team_knowledge_entries (team, id) on delete cascade
+);
+create index team_knowledge_edges_to on team_knowledge_edges (team, to_id);
+
+create table team_evolution_proposals (
+    seq bigserial primary key,
+    team text not null,
+    id text not null,
+    entry_id text not null,
+    type text not null,
+    description text not null,
+    evidence text not null default '{}',
+    confidence double precision not null,
+    status text not null check (status in ('open', 'executed', 'skipped')),
+    proposed_by text not null,
+    proposed_at bigint not null,
+    resolved_at bigint,
+    resolved_by text,
+    resolution text,
+    version bigint not null default 1,
+    author text not null,
+    unique (team, id),
+    foreign key (team, entry_id) references team_knowledge_entries (team, id) on delete cascade
+);
+create index team_evolution_proposals_entry on team_evolution_proposals (team, entry_id, status);
+
+create table team_guard_runs (
+    seq bigserial primary key,
+    team text not null,
+    target text not null,
+    language text not null,
+    violation_count bigint not null,
+    checked_at bigint not null,
+    checked_by text not null,
+    version bigint not null default 1,
+    author text not null
+);
+create index team_guard_runs_target on team_guard_runs (team, target, seq);
+create table team_guard_violations (
+    seq bigserial primary key,
+    team text not null,
+    run_seq bigint not null references team_guard_runs (seq) on delete cascade,
+    rule_id text not null,
+    severity text not null,
+    line integer not null,
+    snippet text not null,
+    message text not null,
+    version bigint not null default 1,
+    author text not null
+);
+create index team_guard_violations_run on team_guard_violations (team, run_seq);
+
+create table team_guard_overrides (
+    team text primary key,
+    rules text not null,
+    updated_by text not null,
+    updated_at bigint not null,
+    version bigint not null default 1,
+    author text not null
+);
+"#,
+}];
+
 /// Brings `component` up to the last of `steps`; returns the version now applied.
 pub async fn migrate(
     pool: &PgPool,

@@ -11,7 +11,9 @@
 mod export;
 
 use alembic_runtime::ProjectRuntime;
-use alembic_runtime::knowledge::{Entry, Filter, Kind, KnowledgeError, KnowledgeStore, Status};
+use alembic_runtime::knowledge::{
+    Entry, Filter, Kind, KnowledgeBackend, KnowledgeError, KnowledgeStore, Status,
+};
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
@@ -117,24 +119,26 @@ pub fn run(cmd: KnowledgeCommand) -> CmdResult {
     }
 }
 
-/// Runs `f` on the project's knowledge base (the runtime's service); a project without a
-/// database reads as empty (nothing is created by reading). The outer error is a failure to
-/// open the project; the inner one is the knowledge base's answer.
+/// Runs `f` on the project's knowledge base (the runtime's service: the team's store when a
+/// team is configured); a project without a team or a database reads as empty (nothing is
+/// created by reading). The outer error is a failure to open the project; the inner one is
+/// the knowledge base's answer.
 fn read<T>(
     project: &ProjectArgs,
-    f: impl FnOnce(&mut KnowledgeStore) -> Result<T, KnowledgeError>,
+    f: impl FnOnce(&mut dyn KnowledgeBackend) -> Result<T, KnowledgeError>,
 ) -> anyhow::Result<Result<T, KnowledgeError>> {
-    if !alembic_runtime::store::project_db_path(&project.project).exists() {
+    let rt = ProjectRuntime::inspect(&project.project)?;
+    let local_only = rt.services().knowledge.team_label().is_none();
+    if local_only && !alembic_runtime::store::project_db_path(&project.project).exists() {
         let mut empty = KnowledgeStore::open_in_memory()?;
         return Ok(f(&mut empty));
     }
-    let rt = ProjectRuntime::inspect(&project.project)?;
     read_with(&rt, f)
 }
 
 pub(crate) fn read_with<T>(
     rt: &ProjectRuntime,
-    f: impl FnOnce(&mut KnowledgeStore) -> Result<T, KnowledgeError>,
+    f: impl FnOnce(&mut dyn KnowledgeBackend) -> Result<T, KnowledgeError>,
 ) -> anyhow::Result<Result<T, KnowledgeError>> {
     let answer = rt.services().knowledge.with(|kb| Ok(f(kb)));
     answer.with_context(|| format!("opening the knowledge base of {}", rt.root.display()))

@@ -1,23 +1,28 @@
-//! `alembic team status|push|pull`: the team store configured by `[team]` in
-//! `.alembic/config.toml` (or `ALEMBIC_TEAM_URL`). Each command is one tool call through the
-//! project's pipeline as caller `cli` (`team_status`, `team_push`, `team_pull`), so it is
-//! validated, policy-checked and audited like an agent's call.
+//! `alembic team init|status|push|pull`: the team store configured by `[team]` in
+//! `.alembic/config.toml` (or `ALEMBIC_TEAM_URL`), for team-scoped memories and the knowledge
+//! base. Each step is one tool call through the project's pipeline as caller `cli` (memories:
+//! `team_status`, `team_push`, `team_pull`; knowledge: `team_knowledge_status`,
+//! `team_knowledge_push`, `team_knowledge_pull`), so it is validated, policy-checked and
+//! audited like an agent's call. Every step is idempotent: running a command again moves
+//! nothing twice.
 
 use alembic_runtime::ProjectRuntime;
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::exit::{Exit, UsageError};
 use crate::{CmdResult, ProjectArgs};
 
 #[derive(Debug, Subcommand)]
 pub enum TeamCommand {
-    /// Which team and server, how many team memories it holds, how many local ones wait to be pushed
+    /// Create or migrate the team schema on the server, then push this checkout's team-scoped memories and knowledge base (idempotent)
+    Init(TeamArgs),
+    /// Which team and server, how many team memories and knowledge entries it holds, how many local ones wait to be pushed
     Status(TeamArgs),
-    /// Move this checkout's team-scoped memories to the team server (idempotent, no duplicates)
+    /// Move this checkout's team-scoped memories and copy its knowledge base to the team server (idempotent, no duplicates)
     Push(TeamArgs),
-    /// Copy the team's memories from the server into this checkout (idempotent)
+    /// Copy the team's memories and knowledge base from the server into this checkout (idempotent)
     Pull(TeamArgs),
 }
 
@@ -30,11 +35,46 @@ pub struct TeamArgs {
     pub project: ProjectArgs,
 }
 
+/// One step of a command: the tool, what the spinner says, the key of its result.
+type Step = (&'static str, &'static str, &'static str);
+
+const STATUS: [Step; 2] = [
+    (
+        "team_status",
+        "asking the team server about memories",
+        "memories",
+    ),
+    (
+        "team_knowledge_status",
+        "asking the team server about knowledge",
+        "knowledge",
+    ),
+];
+const PUSH: [Step; 2] = [
+    ("team_push", "pushing team memories", "memories"),
+    (
+        "team_knowledge_push",
+        "pushing the knowledge base",
+        "knowledge",
+    ),
+];
+const PULL: [Step; 2] = [
+    ("team_pull", "pulling team memories", "memories"),
+    (
+        "team_knowledge_pull",
+        "pulling the knowledge base",
+        "knowledge",
+    ),
+];
+
 pub fn run(command: TeamCommand) -> CmdResult {
-    let (tool, doing, args) = match command {
-        TeamCommand::Status(a) => ("team_status", "asking the team server", a),
-        TeamCommand::Push(a) => ("team_push", "pushing team memories", a),
-        TeamCommand::Pull(a) => ("team_pull", "pulling team memories", a),
+    let (steps, args): (Vec<Step>, TeamArgs) = match command {
+        // opening each store on the server creates or migrates its schema (status does
+        // that), then the pushes move what this checkout has
+        TeamCommand::Init(a) => (STATUS.into_iter().chain(PUSH).collect(), a),
+        TeamCommand::Status(a) => (STATUS.to_vec(), a),
+        TeamCommand::Push(a) => (PUSH.to_vec(), a),
+        TeamCommand::Pull(a) => (PULL.to_vec(), a),
     };
     if !args.project.project.is_dir() {
         anyhow::bail!(UsageError(format!(
@@ -43,21 +83,41 @@ pub fn run(command: TeamCommand) -> CmdResult {
         )));
     }
     let rt = ProjectRuntime::open(&args.project.project)?;
-    let spinner = (!args.json).then(|| spinner(doing));
-    let result = crate::tool_call::call_as_cli(&rt, tool, json!({}))?;
-    if let Some(s) = spinner {
-        s.finish_and_clear();
+    let init = steps.len() > 2;
+    let mut data = json!({});
+    for (tool, doing, key) in steps {
+        let spinner = (!args.json).then(|| spinner(doing));
+        let result = crate::tool_call::call_as_cli(&rt, tool, json!({}))?;
+        if let Some(s) = spinner {
+            s.finish_and_clear();
+        }
+        let output = match result {
+            Ok(output) => output,
+            Err(exit) => return Ok(exit),
+        };
+        let slot = if init && tool.ends_with("status") {
+            "schema"
+        } else {
+            key
+        };
+        merge(&mut data, slot, key, output.data);
+        if !args.json {
+            println!("{}", output.text);
+        }
     }
-    let output = match result {
-        Ok(output) => output,
-        Err(exit) => return Ok(exit),
-    };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&output.data)?);
-    } else {
-        println!("{}", output.text);
+        println!("{}", serde_json::to_string_pretty(&data)?);
     }
     Ok(Exit::Ok)
+}
+
+/// Puts a step's result under `slot` (and, for init's status steps, under `schema.<key>`).
+fn merge(data: &mut Value, slot: &str, key: &str, value: Value) {
+    if slot == key {
+        data[key] = value;
+    } else {
+        data[slot][key] = value;
+    }
 }
 
 fn spinner(message: &'static str) -> ProgressBar {

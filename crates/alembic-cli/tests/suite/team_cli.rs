@@ -56,20 +56,24 @@ fn push_moves_team_memories_to_the_server_and_another_checkout_pulls_them() {
         std::fs::write(dir.join(".alembic/config.toml"), &config).unwrap();
     }
     let status = json_out(&run(a.path(), &["team", "status", "--json"]).success());
-    assert_eq!(status["waitingToPush"], json!(1));
-    assert_eq!(status["teamMemories"], json!(0));
+    assert_eq!(status["memories"]["waitingToPush"], json!(1));
+    assert_eq!(status["memories"]["teamMemories"], json!(0));
 
     let pushed = json_out(&run(a.path(), &["team", "push", "--json"]).success());
-    assert_eq!(pushed, json!({"pushed": 1, "alreadyOnServer": 0}));
+    assert_eq!(
+        pushed["memories"],
+        json!({"pushed": 1, "alreadyOnServer": 0})
+    );
     let text = run(a.path(), &["team", "push"]).success();
     let text = String::from_utf8(text.get_output().stdout.clone()).unwrap();
     assert_eq!(
         text,
-        "pushed 0 team memories, 0 were already on the server\n"
+        "pushed 0 team memories, 0 were already on the server\n\
+         pushed 0 knowledge entries (0 edges, 0 proposals, 0 guard runs); 0 were already on the server\n"
     );
 
     let pulled = json_out(&run(b.path(), &["team", "pull", "--json"]).success());
-    assert_eq!(pulled, json!({"pulled": 1, "alreadyLocal": 0}));
+    assert_eq!(pulled["memories"], json!({"pulled": 1, "alreadyLocal": 0}));
     let listed = json_out(&run(b.path(), &["memory", "list", "--json"]).success());
     assert_eq!(
         listed["memories"][0]["content"],

@@ -28,6 +28,7 @@ fn entry(id: &str, title: &str, language: &str, status: Status) -> Entry {
         views: 0,
         adoptions: 0,
         applications: 0,
+        version: 1,
     }
 }
 

@@ -11,7 +11,10 @@ use crate::error::KnowledgeError;
 impl KnowledgeStore {
     /// Recomputes the search text of every entry and rebuilds `knowledge_fts`, in one
     /// transaction. With `dry_run` it only counts the entries whose stored text is stale.
-    pub fn reindex(&mut self, dry_run: bool) -> Result<ReindexReport, KnowledgeError> {
+    pub(crate) fn reindex_entries(
+        &mut self,
+        dry_run: bool,
+    ) -> Result<ReindexReport, KnowledgeError> {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;

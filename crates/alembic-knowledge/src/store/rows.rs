@@ -12,7 +12,7 @@ use crate::text;
 /// The columns [`entry_from_row`] reads, in its order.
 pub(super) const COLUMNS: &str = "id, title, description, kind, knowledge_type, category, language, trigger, \
     content, pattern, rationale, extra, tags, sources, quality, status, created_by, created_at, \
-    updated_at, views, adoptions, applications";
+    updated_at, views, adoptions, applications, version";
 
 fn json_text<T: Serialize>(v: &T) -> String {
     serde_json::to_string(v).unwrap_or_else(|_| "null".to_string())
@@ -33,17 +33,7 @@ fn entry_search_text(new: &NewEntry) -> String {
     )
 }
 
-/// The index text of an entry with these fields (the one definition, for writes and
-/// re-indexing).
-pub(super) fn search_text_of(
-    title: &str,
-    description: &str,
-    content: &str,
-    pattern: &str,
-    tags: &[String],
-) -> String {
-    text::search_text(&[title, description, content, pattern, &tags.join(" ")])
-}
+pub(super) use text::entry_search_text as search_text_of;
 
 /// The columns an entry's content fills, as named parameters: insert and update write the
 /// same list, so a new column cannot be stored by one and forgotten by the other.
@@ -158,7 +148,41 @@ pub(super) fn update_entry(
     params.extend([(":id", &id as &dyn rusqlite::ToSql), (":now", &now)]);
     let sets = ENTRY_COLUMNS.map(|c| format!("{c} = :{c}")).join(", ");
     conn.execute(
-        &format!("update knowledge_entries set {sets}, updated_at = :now where id = :id"),
+        &format!(
+            "update knowledge_entries set {sets}, updated_at = :now, version = version + 1 \
+             where id = :id"
+        ),
+        params.as_slice(),
+    )?;
+    Ok(())
+}
+
+/// Inserts an exported entry as it was (id, status, author, times, counters, version).
+pub(super) fn import_entry(conn: &Connection, e: &Entry) -> Result<(), KnowledgeError> {
+    let new = NewEntry::from(e);
+    let columns = EntryColumns::of(&new);
+    let mut params = columns.params(&new, &e.quality);
+    let status = e.status.as_str();
+    let counters = [e.views, e.adoptions, e.applications].map(|n| n as i64);
+    params.extend([
+        (":id", &e.id as &dyn rusqlite::ToSql),
+        (":status", &status),
+        (":by", &e.created_by),
+        (":created_at", &e.created_at),
+        (":updated_at", &e.updated_at),
+        (":views", &counters[0]),
+        (":adoptions", &counters[1]),
+        (":applications", &counters[2]),
+        (":version", &e.version),
+    ]);
+    let names = ENTRY_COLUMNS.join(", ");
+    let values = ENTRY_COLUMNS.map(|c| format!(":{c}")).join(", ");
+    conn.execute(
+        &format!(
+            "insert into knowledge_entries (id, {names}, status, created_by, created_at, \
+             updated_at, views, adoptions, applications, version) values (:id, {values}, \
+             :status, :by, :created_at, :updated_at, :views, :adoptions, :applications, :version)"
+        ),
         params.as_slice(),
     )?;
     Ok(())
@@ -222,5 +246,6 @@ pub(super) fn entry_from_row(r: &Row<'_>) -> rusqlite::Result<Entry> {
         views: r.get::<_, i64>(19)?.max(0) as u64,
         adoptions: r.get::<_, i64>(20)?.max(0) as u64,
         applications: r.get::<_, i64>(21)?.max(0) as u64,
+        version: r.get(22)?,
     })
 }

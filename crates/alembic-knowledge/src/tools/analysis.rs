@@ -194,10 +194,10 @@ async fn enrich_one(
         ))
     })?;
     let updated = rewrite.apply(entry);
-    let id = entry.id.clone();
+    let (id, version) = (entry.id.clone(), entry.version);
     state
         .kb
-        .with(move |kb| kb.update(&id, &updated, None, None))?;
+        .with(move |kb| kb.update(&id, &updated, None, None, Some(version)))?;
     Ok(json!({
         "id": entry.id,
         "summary": rewrite.summary,
@@ -286,19 +286,10 @@ impl Rewrite {
             }
         }
         NewEntry {
-            title: e.title.clone(),
             description: self.summary.clone(),
-            kind: Some(e.kind),
-            knowledge_type: e.knowledge_type.clone(),
-            category: e.category.clone(),
-            language: e.language.clone(),
-            trigger: e.trigger.clone(),
-            content: e.content.clone(),
-            pattern: e.pattern.clone(),
             rationale: self.rationale.clone(),
             tags,
-            sources: e.sources.clone(),
-            extra: e.extra.clone(),
+            ..NewEntry::from(e)
         }
     }
 }

@@ -7,12 +7,12 @@ use serde_json::{Value, json};
 
 use super::args::{AnyObject, Text, entry_id};
 use super::{Knowledge, bind};
+use crate::backend::KnowledgeBackend;
 use crate::error::KnowledgeError;
 use crate::evolution::PROPOSAL_TYPES;
-use crate::store::KnowledgeStore;
 
 /// A store operation that closes a recipe's open proposals: (recipe id, reason, by) → closed.
-type CloseFn = fn(&mut KnowledgeStore, &str, &str, &str) -> Result<usize, KnowledgeError>;
+type CloseFn = fn(&mut dyn KnowledgeBackend, &str, &str, &str) -> Result<usize, KnowledgeError>;
 
 /// The recipe, under `recipeId` (`candidateId` and `id` are read too).
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -97,7 +97,11 @@ pub(crate) fn tools(state: &Knowledge) -> Vec<ToolDefinition> {
                 "Deprecate a published recipe whose code is gone or wrong, closing its open proposals.",
             ),
             state,
-            |s, a, c| close_proposals(s, a, c, "deprecated", KnowledgeStore::confirm_deprecation),
+            |s, a, c| {
+                close_proposals(s, a, c, "deprecated", |kb, id, reason, by| {
+                    kb.confirm_deprecation(id, reason, by)
+                })
+            },
         ),
         bind(
             evolution_tool::<DecisionArgs>(
@@ -106,7 +110,11 @@ pub(crate) fn tools(state: &Knowledge) -> Vec<ToolDefinition> {
                  as skipped with the reason.",
             ),
             state,
-            |s, a, c| close_proposals(s, a, c, "skipped", KnowledgeStore::skip_evolution),
+            |s, a, c| {
+                close_proposals(s, a, c, "skipped", |kb, id, reason, by| {
+                    kb.skip_evolution(id, reason, by)
+                })
+            },
         ),
     ]
 }

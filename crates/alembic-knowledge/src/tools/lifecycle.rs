@@ -276,9 +276,12 @@ fn mv(
         Some((text, _)) => text.get(),
         None => None,
     };
-    let before = s.kb.with(|kb| kb.get(id))?.status;
+    // the move applies to the entry as read here: if another reviewer moved it meanwhile,
+    // this one fails with a conflict naming the entry instead of overriding their decision
+    let read = s.kb.with(|kb| kb.get(id))?;
+    let before = read.status;
     let entry =
-        s.kb.with(|kb| kb.transition(id, to, &ctx.caller.id, reason))?;
+        s.kb.with(|kb| kb.transition(id, to, &ctx.caller.id, reason, Some(read.version)))?;
     let text = format!(
         "{} \"{}\": {before} -> {}",
         entry.id, entry.title, entry.status
@@ -340,7 +343,7 @@ fn update_recipe(
     let quality = score(&new, UsageCounts::default()).overall;
     let resubmit = args.resubmit.then_some(ctx.caller.id.as_str());
     let entry =
-        s.kb.with(|kb| kb.update(id, &new, Some(quality), resubmit))?;
+        s.kb.with(|kb| kb.update(id, &new, Some(quality), resubmit, Some(current.version)))?;
     let changed: Vec<&String> = updates.keys().collect();
     let text = format!(
         "updated {} \"{}\" ({}); now {}",

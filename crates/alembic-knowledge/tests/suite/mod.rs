@@ -1,5 +1,6 @@
 mod analysis;
 mod analyze;
+mod contract;
 mod dedup;
 mod impact;
 mod store;

@@ -1,6 +1,6 @@
 //! The store on its own: lifecycle and history, atomic refusals, search, edges, proposals.
 
-use alembic_knowledge::{Filter, KnowledgeStore, NewEntry, Status, Usage};
+use alembic_knowledge::{Filter, KnowledgeBackend, KnowledgeStore, NewEntry, Status, Usage};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
@@ -19,9 +19,9 @@ fn submitted(kb: &mut KnowledgeStore, title: &str) -> String {
 
 fn published(kb: &mut KnowledgeStore, title: &str) -> String {
     let id = submitted(kb, title);
-    kb.transition(&id, Status::Approved, "alice", Some("looks right"))
+    kb.transition(&id, Status::Approved, "alice", Some("looks right"), None)
         .unwrap();
-    kb.transition(&id, Status::Published, "alice", None)
+    kb.transition(&id, Status::Published, "alice", None, None)
         .unwrap();
     id
 }
@@ -30,8 +30,14 @@ fn published(kb: &mut KnowledgeStore, title: &str) -> String {
 fn every_transition_is_a_history_row_with_who_why_and_when() {
     let mut kb = store();
     let id = published(&mut kb, "Retry with backoff");
-    kb.transition(&id, Status::Deprecated, "bob", Some("client rewritten"))
-        .unwrap();
+    kb.transition(
+        &id,
+        Status::Deprecated,
+        "bob",
+        Some("client rewritten"),
+        None,
+    )
+    .unwrap();
     let h = kb.history(&id).unwrap();
     let moves: Vec<_> = h
         .iter()
@@ -71,7 +77,7 @@ fn invalid_transition_names_state_and_allowed_moves_and_changes_nothing() {
     let id = submitted(&mut kb, "Use the shared logger");
     let before = kb.get(&id).unwrap();
     let err = kb
-        .transition(&id, Status::Published, "alice", None)
+        .transition(&id, Status::Published, "alice", None, None)
         .unwrap_err();
     assert_eq!(
         err.to_string(),
@@ -83,10 +89,10 @@ fn invalid_transition_names_state_and_allowed_moves_and_changes_nothing() {
     assert_eq!(kb.history(&id).unwrap().len(), 1);
 
     let deprecated = published(&mut kb, "Old pattern");
-    kb.transition(&deprecated, Status::Deprecated, "a", Some("gone"))
+    kb.transition(&deprecated, Status::Deprecated, "a", Some("gone"), None)
         .unwrap();
     let err = kb
-        .transition(&deprecated, Status::Draft, "a", None)
+        .transition(&deprecated, Status::Draft, "a", None, None)
         .unwrap_err();
     assert!(err.to_string().ends_with("are none (it is final)"), "{err}");
 }
@@ -96,7 +102,7 @@ fn rejecting_needs_a_reason_and_a_missing_one_applies_nothing() {
     let mut kb = store();
     let id = submitted(&mut kb, "Cache images");
     let err = kb
-        .transition(&id, Status::Rejected, "alice", Some("  "))
+        .transition(&id, Status::Rejected, "alice", Some("  "), None)
         .unwrap_err();
     assert_eq!(
         err.to_string(),
@@ -123,7 +129,7 @@ fn duplicate_titles_are_refused_until_the_old_entry_is_deprecated() {
             .contains(&format!("already exists ({id}, published)")),
         "{err}"
     );
-    kb.transition(&id, Status::Deprecated, "a", Some("replaced"))
+    kb.transition(&id, Status::Deprecated, "a", Some("replaced"), None)
         .unwrap();
     assert!(
         kb.create(
@@ -178,7 +184,7 @@ fn published_recipes_cannot_be_edited_and_rejected_ones_return_to_review() {
     let mut kb = store();
     let id = published(&mut kb, "Published");
     let err = kb
-        .update(&id, &entry("Published", "new"), None, Some("a"))
+        .update(&id, &entry("Published", "new"), None, Some("a"), None)
         .unwrap_err();
     assert!(
         err.to_string()
@@ -187,7 +193,7 @@ fn published_recipes_cannot_be_edited_and_rejected_ones_return_to_review() {
     );
 
     let c = submitted(&mut kb, "Candidate");
-    kb.transition(&c, Status::Rejected, "alice", Some("no sources"))
+    kb.transition(&c, Status::Rejected, "alice", Some("no sources"), None)
         .unwrap();
     let revised = kb
         .update(
@@ -195,6 +201,7 @@ fn published_recipes_cannot_be_edited_and_rejected_ones_return_to_review() {
             &entry("Candidate v2", "with sources"),
             None,
             Some("agent"),
+            None,
         )
         .unwrap();
     assert_eq!(

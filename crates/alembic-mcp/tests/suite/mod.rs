@@ -6,4 +6,5 @@ mod http_auth;
 mod http_oauth;
 mod support;
 mod surface;
+mod team_knowledge;
 mod transport;

@@ -6,5 +6,6 @@ mod scenario2;
 mod scenario3;
 mod scripted;
 mod seed_tools;
+mod team_knowledge;
 mod team_store;
 mod tool_schemas;

@@ -46,8 +46,8 @@ fn seed(h: &Harness) {
                 ..NewEntry::default()
             };
             let e = kb.create(&published, Status::Submitted, "agent", None)?;
-            kb.transition(&e.id, Status::Approved, "reviewer", None)?;
-            kb.transition(&e.id, Status::Published, "reviewer", None)?;
+            kb.transition(&e.id, Status::Approved, "reviewer", None, None)?;
+            kb.transition(&e.id, Status::Published, "reviewer", None, None)?;
             Ok(())
         })
         .unwrap();
