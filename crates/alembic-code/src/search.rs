@@ -5,7 +5,10 @@
 //!
 //! Ranking happens over *all* matches before the cut to `max_results` (the reference
 //! cut first, so its "usages first" ranking only reordered whatever came first in walk
-//! order). Context lines are read afterwards for the kept matches only.
+//! order): every match is scored and counted during the parallel scan, but a file keeps
+//! the text of only the first `max_results` matches of each score, the most ranking can
+//! show from it, so memory follows the files, not the matches. Context lines are read
+//! afterwards for the kept matches only.
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -145,23 +148,39 @@ fn compile(req: &SearchRequest) -> Result<Compiled, SearchError> {
     Ok(Compiled { any, each })
 }
 
-/// A matching line found in one file.
+/// Usage scores lie in -2..=2: hits are kept in one bucket per score, best first.
+const BUCKETS: usize = 5;
+
+fn bucket(score: i32) -> usize {
+    usize::try_from(2 - score.clamp(-2, 2)).unwrap_or(BUCKETS - 1)
+}
+
+/// A kept matching line of one file.
 struct Hit {
     line: u64,
     text: String,
-    /// Usage score, computed during the (parallel) scan when there is one pattern.
-    score: Option<i32>,
+}
+
+/// One pattern's matches in one file: how many, and the first `max_results` of each score
+/// bucket (in line order). Ranking takes at most `max_results` per bucket, in path and line
+/// order, so no file can contribute a later hit; the others are only counted, which keeps
+/// a search's memory bounded by the files, not by the matches.
+struct PatternHits {
+    count: usize,
+    buckets: [Vec<Hit>; BUCKETS],
 }
 
 struct FileHits {
     rel: String,
-    hits: Vec<Hit>,
+    /// Per pattern, in request order.
+    patterns: Vec<PatternHits>,
 }
 
 struct Collect<'a> {
-    hits: &'a mut Vec<Hit>,
-    /// The only pattern, to score hits as they are found.
-    scorer: Option<&'a RegexMatcher>,
+    /// Each pattern's matcher, to score a line for each.
+    each: &'a [RegexMatcher],
+    patterns: &'a mut Vec<PatternHits>,
+    keep: usize,
 }
 
 impl Sink for Collect<'_> {
@@ -173,13 +192,21 @@ impl Sink for Collect<'_> {
         m: &SinkMatch<'_>,
     ) -> Result<bool, Self::Error> {
         let text = String::from_utf8_lossy(m.bytes());
-        let text = text.trim_end_matches(['\n', '\r']).to_string();
-        let score = self.scorer.and_then(|m| score_line(m, &text));
-        self.hits.push(Hit {
-            line: m.line_number().unwrap_or(0),
-            text,
-            score,
-        });
+        let text = text.trim_end_matches(['\n', '\r']);
+        let line = m.line_number().unwrap_or(0);
+        for (matcher, hits) in self.each.iter().zip(self.patterns.iter_mut()) {
+            let Some(score) = score_line(matcher, text) else {
+                continue;
+            };
+            hits.count += 1;
+            let slot = &mut hits.buckets[bucket(score)];
+            if slot.len() < self.keep {
+                slot.push(Hit {
+                    line,
+                    text: text.to_string(),
+                });
+            }
+        }
         Ok(true)
     }
 }
@@ -187,20 +214,22 @@ impl Sink for Collect<'_> {
 /// Runs a search under `guard`'s root.
 pub fn search(guard: &PathGuard, req: &SearchRequest) -> Result<SearchResult, SearchError> {
     let compiled = compile(req)?;
-    let (files, searched) = scan(guard, req, &compiled.any);
-    let mut results = Vec::new();
-    for (i, pattern) in req.patterns.iter().enumerate() {
-        results.push(rank(guard, req, pattern, &compiled.each[i], &files));
-    }
+    let (files, searched) = scan(guard, req, &compiled);
+    let results = req
+        .patterns
+        .iter()
+        .enumerate()
+        .map(|(i, pattern)| rank(guard, req, pattern, i, &files))
+        .collect();
     Ok(SearchResult {
         results,
         searched_files: searched,
     })
 }
 
-/// Finds every line matching any pattern, in parallel over files.
-fn scan(guard: &PathGuard, req: &SearchRequest, any: &RegexMatcher) -> (Vec<FileHits>, usize) {
-    let single = req.patterns.len() == 1;
+/// Finds every line matching any pattern, in parallel over files, and scores it for each
+/// pattern it matches.
+fn scan(guard: &PathGuard, req: &SearchRequest, compiled: &Compiled) -> (Vec<FileHits>, usize) {
     let root = guard.root().to_path_buf();
     let found = Mutex::new(Vec::new());
     let searched = std::sync::atomic::AtomicUsize::new(0);
@@ -209,9 +238,10 @@ fn scan(guard: &PathGuard, req: &SearchRequest, any: &RegexMatcher) -> (Vec<File
     let (found_ref, searched_ref, root_ref) = (&found, &searched, &root);
     walker.build_parallel().run(|| {
         let (found, searched, root) = (found_ref, searched_ref, root_ref);
-        // A matcher per thread: a shared regex hands its scratch space out through a
+        // Matchers per thread: a shared regex hands its scratch space out through a
         // pool, and every thread but the pool's owner pays for that on each search.
-        let any = any.clone();
+        let any = compiled.any.clone();
+        let each = compiled.each.clone();
         let mut searcher = SearcherBuilder::new()
             .binary_detection(BinaryDetection::quit(0))
             .line_number(true)
@@ -232,21 +262,25 @@ fn scan(guard: &PathGuard, req: &SearchRequest, any: &RegexMatcher) -> (Vec<File
                 return WalkState::Continue;
             };
             searched.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let mut hits = Vec::new();
+            let mut patterns: Vec<PatternHits> = each
+                .iter()
+                .map(|_| PatternHits {
+                    count: 0,
+                    buckets: Default::default(),
+                })
+                .collect();
             // A read error mid-file keeps the hits found so far.
-            let scorer = single.then_some(&any);
             let _ = searcher.search_file(
                 &any,
                 &file,
                 Collect {
-                    hits: &mut hits,
-                    scorer,
+                    each: &each,
+                    patterns: &mut patterns,
+                    keep: req.max_results,
                 },
             );
-            if !hits.is_empty()
-                && let Ok(mut v) = found.lock()
-            {
-                v.push(FileHits { rel, hits });
+            if patterns.iter().any(|p| p.count > 0) {
+                alembic_base::lock(found).push(FileHits { rel, patterns });
             }
             WalkState::Continue
         })
@@ -265,44 +299,43 @@ fn wanted(path: &Path, extensions: &[String]) -> bool {
         .is_some_and(|e| extensions.iter().any(|x| x.eq_ignore_ascii_case(e)))
 }
 
+/// Pattern `index`'s result: its best `max_results` hits by score, then path and line.
 fn rank(
     guard: &PathGuard,
     req: &SearchRequest,
     pattern: &str,
-    m: &RegexMatcher,
+    index: usize,
     files: &[FileHits],
 ) -> PatternResult {
-    // Usage scores lie in -2..=2: bucket hits by score (in path/line order) instead of
-    // sorting them all.
-    let mut buckets: [Vec<(i32, &str, &Hit)>; 5] = Default::default();
     let mut total = 0;
     let mut matched_files = Vec::new();
     for f in files {
-        let before = total;
-        for hit in &f.hits {
-            if let Some(score) = hit.score.or_else(|| score_line(m, &hit.text)) {
-                let slot = usize::try_from(2 - score.clamp(-2, 2)).unwrap_or(4);
-                buckets[slot].push((score, &f.rel, hit));
-                total += 1;
-            }
-        }
-        if total > before {
+        let count = f.patterns.get(index).map_or(0, |p| p.count);
+        if count > 0 {
+            total += count;
             matched_files.push(FileCount {
                 file: f.rel.clone(),
-                matches: total - before,
+                matches: count,
             });
         }
     }
-    let matches = buckets
-        .into_iter()
-        .flatten()
+    let ranked = (0..BUCKETS).flat_map(|slot| {
+        files.iter().flat_map(move |f| {
+            f.patterns
+                .get(index)
+                .map_or(&[][..], |p| p.buckets[slot].as_slice())
+                .iter()
+                .map(move |hit| (slot, f.rel.as_str(), hit))
+        })
+    });
+    let matches = ranked
         .take(req.max_results)
-        .map(|(score, rel, hit)| SearchMatch {
+        .map(|(slot, rel, hit)| SearchMatch {
             file: rel.to_string(),
             line: hit.line,
             code: clip(hit.text.trim()),
             context: context(guard, rel, hit.line, req.context_lines),
-            score,
+            score: 2 - i32::try_from(slot).unwrap_or(4),
         })
         .collect();
     PatternResult {

@@ -44,6 +44,10 @@ struct State {
     max_file_bytes: Option<u64>,
     /// While set, a query walks the tree only after the watcher saw a change.
     watch: Option<TreeWatch>,
+    /// Most directories [`CodeService::watch`] may watch (`None`: the system's limit).
+    watch_limit: Option<usize>,
+    /// Watching failed (and was logged); queries walk on every call.
+    unwatched: bool,
     /// Times a query walked the tree.
     walks: u64,
 }
@@ -84,6 +88,8 @@ impl CodeService {
                 graph_build_ms: 0,
                 max_file_bytes: None,
                 watch: None,
+                watch_limit: None,
+                unwatched: false,
                 walks: 0,
             }),
         })
@@ -98,6 +104,14 @@ impl CodeService {
     /// Parses files up to `bytes` long (the project's `[index] max_file_bytes`).
     pub fn with_max_file_bytes(self, bytes: u64) -> CodeService {
         self.lock().max_file_bytes = Some(bytes);
+        self
+    }
+
+    /// Watches at most `dirs` directories: a larger tree is not watched, as when the
+    /// system's inotify limit is reached (queries then walk on every call). Lets tests and
+    /// hosts with a small limit choose the fallback up front.
+    pub fn with_watch_limit(self, dirs: usize) -> CodeService {
+        self.lock().watch_limit = Some(dirs);
         self
     }
 
@@ -118,29 +132,34 @@ impl CodeService {
         alembic_base::lock(&self.state)
     }
 
-    /// Keeps the index live with a file-system watcher, so queries walk the tree only after
-    /// something in it changed (long-running servers call this once). Returns false, and
-    /// logs why once, when the tree cannot be watched (inotify limits, some network file
-    /// systems): queries then walk the tree on every call, as without a watcher.
+    /// Keeps the index live with a file-system watcher on the directories the walker keeps,
+    /// so queries walk the tree only after something in it changed (long-running servers
+    /// call this once). Returns false, and logs why once, when the tree cannot be watched
+    /// (inotify limits, some network file systems), now or later as directories are added:
+    /// queries then walk the tree on every call, as without a watcher.
     pub fn watch(&self) -> bool {
         let mut state = self.lock();
         if state.watch.is_some() {
             return true;
         }
-        match TreeWatch::start(self.guard.root()) {
+        if state.unwatched {
+            return false;
+        }
+        match TreeWatch::start(self.guard.root(), state.watch_limit) {
             Ok(watch) => {
                 state.watch = Some(watch);
                 true
             }
             Err(e) => {
-                tracing::warn!(
-                    root = %self.root.display(),
-                    error = %e,
-                    "cannot watch the project tree; code queries walk it on every call instead"
-                );
+                unwatch(&self.root, &mut state, &e);
                 false
             }
         }
+    }
+
+    /// Directories the watcher watches (`None` when the tree is not watched).
+    pub fn watched_dirs(&self) -> Option<usize> {
+        self.lock().watch.as_ref().map(TreeWatch::watched)
     }
 
     /// How many times queries walked the tree to refresh the index.
@@ -270,16 +289,32 @@ fn open_locked<'a>(root: &Path, state: &'a mut State) -> Result<&'a mut CodeInde
     Ok(state.index.insert(index))
 }
 
+/// Stops watching after `error` and says so once: queries walk on every call from now on.
+fn unwatch(root: &Path, state: &mut State, error: &notify::Error) {
+    state.watch = None;
+    if !std::mem::replace(&mut state.unwatched, true) {
+        tracing::warn!(
+            root = %root.display(),
+            error = %error,
+            "cannot watch the project tree; code queries walk it on every call instead"
+        );
+    }
+}
+
 fn refresh_locked(root: &Path, state: &mut State) -> Result<IndexReport, IndexError> {
-    if let Some(watch) = &state.watch
-        && !watch.take_changed()
-    {
-        let files = state.index.as_ref().map_or(0, CodeIndex::len);
-        return Ok(IndexReport {
-            files,
-            unchanged: files,
-            ..IndexReport::default()
-        });
+    if let Some(watch) = state.watch.as_mut() {
+        match watch.take_changed() {
+            Ok(false) => {
+                let files = state.index.as_ref().map_or(0, CodeIndex::len);
+                return Ok(IndexReport {
+                    files,
+                    unchanged: files,
+                    ..IndexReport::default()
+                });
+            }
+            Ok(true) => {}
+            Err(e) => unwatch(root, state, &e),
+        }
     }
     state.walks += 1;
     let refreshed = open_locked(root, state).and_then(|index| index.refresh_tracked(&|_| {}));

@@ -2,6 +2,13 @@
 //! marks the tree changed, and the next query refreshes the index; while nothing changed,
 //! queries skip the walk.
 //!
+//! Only the directories the walker keeps are watched, each on its own (not recursively):
+//! `target/`, `node_modules/`, vendored, hidden and ignored directories cost no watch and
+//! send no event. A directory that appears (created, moved in, or un-ignored by an edited
+//! ignore file) asks for a resync: before the next refresh walks, the watch set is brought
+//! in line with the walker's directories, so a file created in a new directory before its
+//! watch existed is still found by that walk, and later ones send events.
+//!
 //! Invariant: the changed mark is cleared before a refresh walks, so an event that arrives
 //! during the walk marks the tree again and the following query walks once more; a watcher
 //! error or a dropped event queue (`need_rescan`) marks it too. Only events that cannot
@@ -9,54 +16,153 @@
 //! `.git/`, `target/`, `node_modules/`…, which the walker skips too), hidden files other than
 //! ignore files, and files whose extension is not a source language's.
 
+use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
-use notify::event::{AccessKind, AccessMode};
+use ignore::WalkState;
+use notify::event::{AccessKind, AccessMode, CreateKind, ModifyKind};
 use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
 use crate::language::Lang;
-use crate::walk::is_vendored_dir;
+use crate::walk::{is_vendored_dir, source_walker};
 
-/// A running watcher and the mark it sets.
+/// The marks the watcher's callback sets for the next query.
+#[derive(Default)]
+struct Marks {
+    /// Something an indexed file depends on changed.
+    changed: AtomicBool,
+    /// A directory appeared or an ignore file changed: the watch set may be short.
+    resync: AtomicBool,
+}
+
+/// A running watcher, the directories it watches and the marks it sets.
 pub(crate) struct TreeWatch {
+    root: PathBuf,
     // Dropping the watcher stops it.
-    _watcher: RecommendedWatcher,
-    changed: Arc<AtomicBool>,
+    watcher: RecommendedWatcher,
+    watched: BTreeSet<PathBuf>,
+    /// Most directories to watch; more fails as an exhausted inotify limit does.
+    limit: Option<usize>,
+    marks: Arc<Marks>,
 }
 
 impl TreeWatch {
-    /// Watches `root` recursively. The tree starts marked changed, so the first query
-    /// refreshes.
-    pub(crate) fn start(root: &Path) -> notify::Result<TreeWatch> {
-        let changed = Arc::new(AtomicBool::new(true));
-        let mark = Arc::clone(&changed);
+    /// Watches every directory of `root` the walker keeps (at most `limit`). The tree
+    /// starts marked changed, so the first query refreshes.
+    pub(crate) fn start(root: &Path, limit: Option<usize>) -> notify::Result<TreeWatch> {
+        let marks = Arc::new(Marks::default());
+        marks.changed.store(true, Ordering::SeqCst);
+        let mark = Arc::clone(&marks);
         let base = root.to_path_buf();
-        let mut watcher = notify::recommended_watcher(move |event: notify::Result<Event>| {
-            let relevant = match &event {
-                Ok(e) => concerns_index(&base, e),
-                Err(_) => true,
+        let watcher = notify::recommended_watcher(move |event: notify::Result<Event>| {
+            let Ok(e) = &event else {
+                mark.resync.store(true, Ordering::SeqCst);
+                mark.changed.store(true, Ordering::SeqCst);
+                return;
             };
-            if relevant {
-                mark.store(true, Ordering::SeqCst);
+            if widens_watch(&base, e) {
+                mark.resync.store(true, Ordering::SeqCst);
+            }
+            if concerns_index(&base, e) {
+                mark.changed.store(true, Ordering::SeqCst);
             }
         })?;
-        watcher.watch(root, RecursiveMode::Recursive)?;
-        Ok(TreeWatch {
-            _watcher: watcher,
-            changed,
-        })
+        let mut watch = TreeWatch {
+            root: root.to_path_buf(),
+            watcher,
+            watched: BTreeSet::new(),
+            limit,
+            marks,
+        };
+        watch.sync()?;
+        Ok(watch)
     }
 
-    /// Whether the tree changed since the last call (and clears the mark).
-    pub(crate) fn take_changed(&self) -> bool {
-        self.changed.swap(false, Ordering::SeqCst)
+    /// Whether the tree changed since the last call (and clears the mark). When a
+    /// directory appeared, first watches the walker's directories that are not watched
+    /// yet; an error there (a watch limit reached) means the tree is no longer watched.
+    pub(crate) fn take_changed(&mut self) -> notify::Result<bool> {
+        if self.marks.resync.swap(false, Ordering::SeqCst)
+            && let Err(e) = self.sync()
+        {
+            self.marks.resync.store(true, Ordering::SeqCst);
+            return Err(e);
+        }
+        Ok(self.marks.changed.swap(false, Ordering::SeqCst))
     }
 
     /// Marks the tree changed again (a refresh that failed is retried by the next query).
     pub(crate) fn mark_changed(&self) {
-        self.changed.store(true, Ordering::SeqCst);
+        self.marks.changed.store(true, Ordering::SeqCst);
+    }
+
+    /// Directories watched now.
+    pub(crate) fn watched(&self) -> usize {
+        self.watched.len()
+    }
+
+    /// Watches exactly the directories the walker keeps now.
+    fn sync(&mut self) -> notify::Result<()> {
+        let dirs = walked_dirs(&self.root);
+        if self.limit.is_some_and(|limit| dirs.len() > limit) {
+            return Err(notify::Error::new(notify::ErrorKind::MaxFilesWatch));
+        }
+        for gone in self.watched.difference(&dirs) {
+            // A deleted directory's watch is already gone; nothing to undo then.
+            let _ = self.watcher.unwatch(gone);
+        }
+        let mut paths = self.watcher.paths_mut();
+        for dir in dirs.difference(&self.watched) {
+            paths.add(dir, RecursiveMode::NonRecursive)?;
+        }
+        paths.commit()?;
+        self.watched = dirs;
+        Ok(())
+    }
+}
+
+/// The directories [`source_walker`] descends into, the root included.
+fn walked_dirs(root: &Path) -> BTreeSet<PathBuf> {
+    let found = Mutex::new(BTreeSet::new());
+    let mut builder = source_walker(root);
+    builder.sort_by_file_name(|_, _| std::cmp::Ordering::Equal);
+    builder.build_parallel().run(|| {
+        Box::new(|entry| {
+            if let Ok(entry) = entry
+                && entry.file_type().is_some_and(|t| t.is_dir())
+            {
+                alembic_base::lock(&found).insert(entry.into_path());
+            }
+            WalkState::Continue
+        })
+    });
+    found.into_inner().unwrap_or_default()
+}
+
+/// Whether an event can add a directory to watch: a directory created or moved in, or an
+/// ignore file changed (it may un-ignore one), or a dropped event queue.
+fn widens_watch(root: &Path, event: &Event) -> bool {
+    if event.need_rescan() {
+        return true;
+    }
+    let touches_ignore_file = || {
+        event.paths.iter().any(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| IGNORE_FILES.contains(&n))
+        })
+    };
+    match event.kind {
+        EventKind::Create(CreateKind::Folder) => {
+            event.paths.iter().any(|p| path_concerns_index(root, p))
+        }
+        EventKind::Create(_) | EventKind::Modify(ModifyKind::Name(_)) => {
+            event.paths.iter().any(|p| p.is_dir()) || touches_ignore_file()
+        }
+        EventKind::Access(_) => false,
+        _ => touches_ignore_file(),
     }
 }
 
@@ -104,7 +210,6 @@ const IGNORE_FILES: [&str; 3] = [".gitignore", ".ignore", crate::walk::IGNORE_FI
 #[cfg(test)]
 mod tests {
     use super::*;
-    use notify::event::{CreateKind, ModifyKind};
 
     fn event(kind: EventKind, path: &str) -> Event {
         Event::new(kind).add_path(PathBuf::from(path))
@@ -145,6 +250,39 @@ mod tests {
             ),
         ] {
             assert_eq!(concerns_index(root, &e), expected, "{e:?}");
+        }
+    }
+
+    #[test]
+    fn new_directories_and_ignore_files_ask_for_a_resync() {
+        let root = Path::new("/p");
+        let modify = EventKind::Modify(ModifyKind::Any);
+        for (e, expected) in [
+            (
+                event(EventKind::Create(CreateKind::Folder), "/p/src/new"),
+                true,
+            ),
+            (
+                event(EventKind::Create(CreateKind::Folder), "/p/target/debug"),
+                false,
+            ),
+            (
+                event(EventKind::Create(CreateKind::Folder), "/p/src/.cache"),
+                false,
+            ),
+            (event(modify, "/p/.gitignore"), true),
+            (event(modify, "/p/src/.alembicignore"), true),
+            (event(modify, "/p/src/a.rs"), false),
+            (
+                event(EventKind::Create(CreateKind::File), "/p/src/a.rs"),
+                false,
+            ),
+            (
+                event(EventKind::Access(AccessKind::Read), "/p/.gitignore"),
+                false,
+            ),
+        ] {
+            assert_eq!(widens_watch(root, &e), expected, "{e:?}");
         }
     }
 }

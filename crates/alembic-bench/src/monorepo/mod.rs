@@ -7,8 +7,9 @@
 //! - one cold `alembic tools call get_class_hierarchy`: wall, peak RSS;
 //! - `alembic mcp`: first and later graph query latency, resident memory after a mix of
 //!   queries;
-//! - `search_project_code` (through the MCP server) against `rg` on the same tree (a ratio
-//!   measured in the same run, as the conventions ask).
+//! - `search_project_code` (through the MCP server) against `rg` with the same rules
+//!   (case-insensitive, same skipped files) on the same tree: medians of 7 interleaved
+//!   rounds, a ratio measured in the same run, as the conventions ask.
 //!
 //! With an `alembic` binary every row is measured on that process ([`process`]); peak RSS is
 //! the child's `VmHWM`, CPU its `utime + stime`, sampled from `/proc` every 10 ms. Without
@@ -263,7 +264,7 @@ pub fn render(r: &Report) -> String {
     }
     if let (Some(s), Some(rg)) = (r.search_ms, r.rg_ms) {
         out.push_str(&format!(
-            "  search_project_code {s:.0} ms vs rg {rg:.0} ms: ratio {:.2}\n",
+            "  search_project_code {s:.0} ms vs rg -i {rg:.0} ms (medians): ratio {:.2} (goal ≤ 1.2)\n",
             s / rg
         ));
     }

@@ -11,7 +11,7 @@ use std::sync::mpsc::sync_channel;
 use std::time::Instant;
 
 use alembic_safety::PathGuard;
-use alembic_store::rusqlite::Transaction;
+use alembic_store::rusqlite::{OptionalExtension, Transaction};
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
@@ -140,6 +140,12 @@ impl CodeIndex {
         if force {
             rows::delete_all(&tx)?;
         }
+        // Most of the tree to write: maintain the name-keyed indexes once at the end.
+        let deferred = if force || scan.changed.len() > self.records.len() {
+            defer_indexes(&tx)?
+        } else {
+            Vec::new()
+        };
         let mut outcome = Outcome::default();
         for path in scan.removed {
             rows::delete_file(&tx, &path)?;
@@ -149,6 +155,9 @@ impl CodeIndex {
             outcome.write(&tx, item, &mut report)
         })?;
         progress(Progress::Phase(IndexPhase::Write));
+        for sql in &deferred {
+            tx.execute_batch(sql)?;
+        }
         tx.commit()?;
         if force {
             self.records.clear();
@@ -187,6 +196,35 @@ impl CodeIndex {
             removed,
         }
     }
+}
+
+/// Indexes a bulk write drops and recreates after the rows are in: those keyed by name or
+/// language, whose entries arrive in random order (path-keyed ones arrive nearly in order
+/// and serve the per-file deletes, so they stay).
+const DEFERRED_INDEXES: [&str; 3] = [
+    "code_decls_name",
+    "code_parents_parent",
+    "code_files_language",
+];
+
+/// Drops [`DEFERRED_INDEXES`] inside `tx` and returns the statements that recreate them
+/// (the same transaction, so an interrupted refresh keeps them).
+fn defer_indexes(tx: &Transaction<'_>) -> Result<Vec<String>, IndexError> {
+    let mut recreate = Vec::new();
+    for name in DEFERRED_INDEXES {
+        let sql: Option<String> = tx
+            .query_row(
+                "select sql from sqlite_master where type = 'index' and name = ?1",
+                [name],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if let Some(sql) = sql {
+            tx.execute_batch(&format!("drop index {name}"))?;
+            recreate.push(sql);
+        }
+    }
+    Ok(recreate)
 }
 
 /// What the scan found.

@@ -363,3 +363,55 @@ fn a_direct_call_parses_arguments_like_the_pipeline_and_names_the_bad_one() {
         "invalid arguments: argument \"className\": expected a non-empty string"
     );
 }
+
+#[test]
+fn search_counts_every_match_but_keeps_only_what_ranking_can_show() {
+    let dir = tempfile::tempdir().unwrap();
+    // Per file: declarations (-1), plain mentions (0) and calls (+2), many of each.
+    for name in ["a.rs", "b.rs", "c.rs"] {
+        let mut text = String::new();
+        for i in 0..30 {
+            text.push_str(&format!("fn gadget_{i}() {{}}\n// gadget note {i}\n"));
+        }
+        text.push_str("fn main() { gadget(); gadget(); }\n");
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    let s = Arc::new(CodeService::new(dir.path()).unwrap());
+    let out = run_tool(
+        &s,
+        "search_project_code",
+        &json!({"pattern": "gadget", "maxResults": 5, "contextLines": 0}),
+    )
+    .unwrap();
+    assert_eq!(out.data["total"], json!(3 * 61));
+    let files: Vec<(&str, i64)> = out.data["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["file"].as_str().unwrap(), f["matches"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(files, vec![("a.rs", 61), ("b.rs", 61), ("c.rs", 61)]);
+    // The three calls first (path order), then the first mentions, in path and line order.
+    let kept: Vec<(String, i64, i64)> = out.data["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["file"].as_str().unwrap().to_string(),
+                m["line"].as_i64().unwrap(),
+                m["score"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kept,
+        vec![
+            ("a.rs".to_string(), 61, 2),
+            ("b.rs".to_string(), 61, 2),
+            ("c.rs".to_string(), 61, 2),
+            ("a.rs".to_string(), 2, 0),
+            ("a.rs".to_string(), 4, 0),
+        ]
+    );
+}
