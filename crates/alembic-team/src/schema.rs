@@ -97,6 +97,10 @@ create trigger team_memory_stats_track after insert or delete or update of searc
     on team_memories for each row execute function team_memory_stats_track();
 "#,
     },
+    PgMigration {
+        version: 3,
+        sql: crate::memory::migrations::POSTINGS,
+    },
 ];
 
 /// Brings `component` up to the last of `steps`; returns the version now applied.

@@ -12,6 +12,8 @@
 //! - every write records its author and bumps the row's version; [`PgMemory::update_at`]
 //!   refuses a write at a stale version with [`MemoryError::Conflict`] naming the memory.
 
+pub(crate) mod migrations;
+mod postings;
 mod search;
 
 use std::future::Future;
@@ -359,17 +361,12 @@ impl MemoryBackend for PgMemory {
         self.run(move |who, pool| async move {
             let mut tx = pool.begin().await?;
             rows::lock_team(&mut tx, &who.team).await?;
-            let mut imported = 0;
-            for m in &memories {
-                if rows::get(&mut tx, &who.team, &m.id).await?.is_none() {
-                    rows::insert(&mut tx, &who.team, &who.author, m, None).await?;
-                    imported += 1;
-                }
-            }
+            let imported = rows::insert_many(&mut tx, &who.team, &who.author, &memories).await?;
             for scope in Scope::ALL {
                 rows::evict_to(&mut tx, &who.team, *scope, max).await?;
             }
             tx.commit().await?;
+            let imported = imported as usize;
             Ok((imported, memories.len() - imported))
         })
     }

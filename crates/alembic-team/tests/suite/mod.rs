@@ -2,6 +2,7 @@
 //! `scripts/setup-postgres` and exports its URL as `ALEMBIC_TEST_PG_URL`.
 
 mod contract;
+mod ranking;
 mod team;
 mod tools;
 
