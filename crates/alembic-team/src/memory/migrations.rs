@@ -47,6 +47,13 @@ create function team_memory_postings_of(m team_memories)
 $$;
 insert into team_memory_postings
     select p.* from team_memories m, team_memory_postings_of(m) p;
+-- one memory's postings, found by the whole key (a join on team and seq alone was planned
+-- as a scan of the team's postings)
+create function team_memory_postings_drop(p_team text, p_seq bigint, p_search tsvector)
+    returns void language sql as $$
+    delete from team_memory_postings
+    where team = p_team and lexeme = any(tsvector_to_array(p_search)) and seq = p_seq
+$$;
 
 create function team_memory_index_insert() returns trigger language plpgsql as $$
 begin
@@ -62,11 +69,12 @@ create trigger team_memory_index_insert after insert on team_memories
     for each statement execute function team_memory_index_insert();
 
 create function team_memory_index_delete() returns trigger language plpgsql as $$
+declare
+    m record;
 begin
-    delete from team_memory_postings p
-        using (select m.team, m.seq, l.lexeme
-               from old_rows m, unnest(tsvector_to_array(m.search)) l(lexeme)) d
-        where p.team = d.team and p.lexeme = d.lexeme and p.seq = d.seq;
+    for m in select team, seq, search from old_rows loop
+        perform team_memory_postings_drop(m.team, m.seq, m.search);
+    end loop;
     update team_memory_stats s set rows = s.rows - d.n, total_len = s.total_len - d.len
         from (select team, count(*) as n, sum(search_len) as len from old_rows group by team) d
         where s.team = d.team;
@@ -77,13 +85,13 @@ create trigger team_memory_index_delete after delete on team_memories
     for each statement execute function team_memory_index_delete();
 
 create function team_memory_index_update() returns trigger language plpgsql as $$
+declare
+    m record;
 begin
-    delete from team_memory_postings p
-        using (select o.team, o.seq, l.lexeme
-               from old_rows o join new_rows n on n.seq = o.seq,
-                    unnest(tsvector_to_array(o.search)) l(lexeme)
-               where (o.search, o.search_len) is distinct from (n.search, n.search_len)) d
-        where p.team = d.team and p.lexeme = d.lexeme and p.seq = d.seq;
+    for m in select o.team, o.seq, o.search from old_rows o join new_rows n on n.seq = o.seq
+             where (o.search, o.search_len) is distinct from (n.search, n.search_len) loop
+        perform team_memory_postings_drop(m.team, m.seq, m.search);
+    end loop;
     insert into team_memory_postings
         select p.* from new_rows n join old_rows o on o.seq = n.seq,
                         team_memory_postings_of(n) p

@@ -142,6 +142,20 @@ impl PgMemory {
         Ok(self.client.run(move |pool| f(who, pool))?)
     }
 
+    /// After a bulk load (a large push, a benchmark's seed): vacuums and analyses the team
+    /// memory tables, so postings are read from the index alone (the visibility map is set)
+    /// and the planner knows the new sizes. Autovacuum does the same later on its own.
+    pub fn vacuum_analyze(&self) -> Result<(), MemoryError> {
+        self.run(move |_, pool| async move {
+            sqlx::raw_sql(
+                "vacuum (analyze) team_memories, team_memory_postings, team_memory_stats",
+            )
+            .execute(&pool)
+            .await?;
+            Ok(())
+        })
+    }
+
     /// A memory with its version (for [`Self::update_at`]) and last author.
     pub fn get_versioned(&self, id: &str) -> Result<Option<Versioned>, MemoryError> {
         let id = id.to_string();
