@@ -369,6 +369,10 @@ impl MemoryBackend for PgMemory {
         })
     }
 
+    fn set_embedder(&mut self, embedder: Option<Arc<dyn Embedder>>) {
+        self.embedder = embedder;
+    }
+
     fn import(&mut self, memories: &[Memory]) -> Result<(usize, usize), MemoryError> {
         let memories = memories.to_vec();
         let max = self.config.max_per_scope;
