@@ -219,11 +219,13 @@ fn remember_tool(memory: Arc<MemoryService>) -> ToolDefinition {
     .handler(memory, |memory, args, ctx| async move {
         let candidate = args.candidate(ctx.caller.id.clone());
         let one = std::slice::from_ref(&candidate);
-        // with a team configured, team-scoped memories go to the team store (or fail there)
-        if candidate.scope == Scope::Team
-            && let Some(stats) = memory.with_team_store(|t| t.consolidate(one))?
-        {
-            return remember_output(&stats);
+        // with a team configured, team-scoped memories go to the team store (or fail there),
+        // after the local ones it does not hold yet, so consolidation compares with them too
+        if candidate.scope == Scope::Team && memory.team_label().is_some() {
+            crate::team_tools::push_unpushed(&memory)?;
+            if let Some(stats) = memory.with_team_store(|t| t.consolidate(one))? {
+                return remember_output(&stats);
+            }
         }
         let stats = memory.with_store(|m| m.consolidate(one))?;
         remember_output(&stats)
