@@ -101,6 +101,10 @@ create trigger team_memory_stats_track after insert or delete or update of searc
         version: 3,
         sql: crate::memory::migrations::POSTINGS,
     },
+    PgMigration {
+        version: 4,
+        sql: crate::memory::migrations::ROW_SECURITY,
+    },
 ];
 
 /// Brings `component` up to the last of `steps`; returns the version now applied.

@@ -107,3 +107,23 @@ create trigger team_memory_index_update after update on team_memories
     referencing old table as old_rows new table as new_rows
     for each statement execute function team_memory_index_update();
 "#;
+
+/// Step 4: row-level security. Every statement already filters by team; these policies make
+/// the server enforce it too, for the team named by the transaction
+/// (`alembic_team::tx::begin_team` sets `alembic.team`), so a query that forgot its filter
+/// still sees only its team's rows. FORCE applies them to the tables' owner as well
+/// (superusers bypass row-level security whatever is set).
+pub(crate) const ROW_SECURITY: &str = r#"
+alter table team_memories enable row level security;
+alter table team_memories force row level security;
+create policy team_memories_own_team on team_memories
+    using (team = current_setting('alembic.team', true));
+alter table team_memory_postings enable row level security;
+alter table team_memory_postings force row level security;
+create policy team_memory_postings_own_team on team_memory_postings
+    using (team = current_setting('alembic.team', true));
+alter table team_memory_stats enable row level security;
+alter table team_memory_stats force row level security;
+create policy team_memory_stats_own_team on team_memory_stats
+    using (team = current_setting('alembic.team', true));
+"#;

@@ -20,6 +20,7 @@ use super::postings::{Postings, Weights, pages};
 use super::rows::{self, columns};
 use super::{PgMemory, Who};
 use crate::error::TeamError;
+use crate::tx::begin_team;
 
 /// A lexical candidate: seq, rank, updated, importance, vector model, vector.
 type LexRow = (i64, f64, i64, f64, Option<String>, Option<Vec<f32>>);
@@ -42,7 +43,7 @@ pub(super) fn retrieve(
     let seqs: Vec<i64> = candidates.iter().map(|c| c.seq).collect();
     let touch = options.touch;
     let mut loaded = pm.run(move |who, pool| async move {
-        let mut conn = pool.acquire().await?;
+        let mut conn = begin_team(&pool, &who.team).await?;
         let found = load_by_seq(&mut conn, &who.team, &seqs).await?;
         if touch && !found.is_empty() {
             let ids: Vec<String> = found.values().map(|m| m.id.clone()).collect();
@@ -56,6 +57,7 @@ pub(super) fn retrieve(
             .execute(&mut *conn)
             .await?;
         }
+        conn.commit().await?;
         Ok(found)
     })?;
     Ok(candidates
@@ -101,7 +103,7 @@ fn lexical(
     let with_vectors = pm.embedder.is_some();
     let want = config.candidate_pool.max(1);
     pm.run(move |who, pool| async move {
-        let mut conn = pool.acquire().await?;
+        let mut conn = begin_team(&pool, &who.team).await?;
         let postings = Postings::fetch(&mut conn, &who.team, &text).await?;
         let ranked = postings.bm25(Weights::ContentAndContext(config.context_weight));
         let score: HashMap<i64, f64> = ranked.iter().copied().collect();
@@ -127,6 +129,7 @@ fn lexical(
             }
         }
         kept.truncate(want);
+        conn.commit().await?;
         Ok(kept)
     })
 }
@@ -216,7 +219,7 @@ pub(super) fn consolidate(
     let model = pm.embedder.as_ref().map(|e| e.model_id().to_string());
     let keep = pm.config.max_per_scope.saturating_sub(1);
     let outcomes = pm.run(move |who, pool| async move {
-        let mut tx = pool.begin().await?;
+        let mut tx = begin_team(&pool, &who.team).await?;
         rows::lock_team(&mut tx, &who.team).await?;
         let mut vectors = vectors.into_iter();
         let mut outcomes = Vec::new();
@@ -336,10 +339,11 @@ fn embed_merged(pm: &PgMemory, outcomes: &[Outcome]) -> Result<(), MemoryError> 
     let ids: Vec<String> = merged.into_iter().map(|m| m.id).collect();
     let model = embedder.model_id().to_string();
     pm.run(move |who, pool| async move {
-        let mut conn = pool.acquire().await?;
+        let mut conn = begin_team(&pool, &who.team).await?;
         for (id, v) in ids.iter().zip(&vectors) {
             rows::put_vector(&mut conn, &who.team, id, &model, Some(v)).await?;
         }
+        conn.commit().await?;
         Ok(())
     })
 }

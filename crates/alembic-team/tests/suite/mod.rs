@@ -3,6 +3,7 @@
 
 mod contract;
 mod ranking;
+mod row_security;
 mod team;
 mod tools;
 
