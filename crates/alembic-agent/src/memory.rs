@@ -6,8 +6,8 @@ use std::sync::Arc;
 use alembic_context::{Finding, PersistentRecall, RecalledMemory};
 use alembic_memory::tools::MemoryService;
 use alembic_memory::{
-    ConsolidateStats, ListFilter, Memory, MemoryError, MemorySource, MemoryType, NewMemory,
-    PersistentMemory, RetrieveOptions,
+    ConsolidateStats, ListFilter, Located, Memory, MemoryError, MemorySource, MemoryType,
+    NewMemory, Origin, PersistentMemory, RetrieveOptions,
 };
 use alembic_tools::ToolError;
 
@@ -39,6 +39,11 @@ impl SharedMemory {
         SharedMemory::new(Arc::new(MemoryService::from_store(store)))
     }
 
+    /// The project's memory service (both stores, for readers such as `/memory`).
+    pub fn service(&self) -> &Arc<MemoryService> {
+        &self.service
+    }
+
     /// Runs `f` with the store, for callers that need more than recall and consolidation
     /// (`/memory`). Fails when the store cannot be opened.
     pub fn with_store<T>(
@@ -60,14 +65,18 @@ impl SharedMemory {
 impl PersistentRecall for SharedMemory {
     /// The user's stated preferences (up to five, whatever the query:
     /// they apply to every question), then the memories relevant to `query`, `limit` in all.
+    /// With a team configured both come from the local and the team store; a team memory's
+    /// kind reads "fact, team" so the prompt says where it came from.
     fn recall(&self, query: Option<&str>, limit: usize) -> Vec<RecalledMemory> {
-        let memories = self.with_store(|store| recall_from(store, query, limit));
         // Recall feeds a prompt: a broken store means "nothing remembered", not a failed run.
-        match memories {
+        match recall_from(&self.service, query, limit) {
             Ok(found) => found
                 .into_iter()
-                .map(|m| RecalledMemory {
-                    kind: m.kind.as_str().to_string(),
+                .map(|Located { item: m, store }| RecalledMemory {
+                    kind: match store {
+                        Origin::Team => format!("{}, team", m.kind.as_str()),
+                        Origin::Local => m.kind.as_str().to_string(),
+                    },
                     content: m.content,
                     importance: m.importance,
                 })
@@ -80,32 +89,48 @@ impl PersistentRecall for SharedMemory {
     }
 }
 
-/// Preferences first, then the memories relevant to `query` (or the newest), `limit` in all.
+/// Logs why the team's memories are missing from a recall; the local ones are still used.
+fn note_team_error(error: Option<String>) {
+    if let Some(e) = error {
+        tracing::warn!("team memories unavailable for recall: {e}");
+    }
+}
+
+/// Preferences first, then the memories relevant to `query` (or the newest), `limit` in all,
+/// from both stores.
 fn recall_from(
-    store: &mut PersistentMemory,
+    service: &MemoryService,
     query: Option<&str>,
     limit: usize,
-) -> Result<Vec<Memory>, MemoryError> {
-    let mut found = preferences(store)?;
-    let rest = match query.filter(|q| !q.trim().is_empty()) {
+) -> Result<Vec<Located<Memory>>, ToolError> {
+    let mut found = preferences(service)?;
+    let rest: Vec<Located<Memory>> = match query.filter(|q| !q.trim().is_empty()) {
         Some(q) => {
             let options = RetrieveOptions {
                 limit,
                 ..RetrieveOptions::default()
             };
-            store
-                .retrieve(q, &options)?
+            let hits = service.recall(q, &options)?;
+            note_team_error(hits.team_error);
+            hits.items
                 .into_iter()
-                .map(|h| h.memory)
+                .map(|h| Located {
+                    item: h.item.memory,
+                    store: h.store,
+                })
                 .collect()
         }
-        None => store.list(&ListFilter {
-            limit: Some(limit),
-            ..ListFilter::default()
-        })?,
+        None => {
+            let listed = service.list_everywhere(&ListFilter {
+                limit: Some(limit),
+                ..ListFilter::default()
+            })?;
+            note_team_error(listed.team_error);
+            listed.items
+        }
     };
     for m in rest {
-        if !found.iter().any(|p| p.id == m.id) {
+        if !found.iter().any(|p| p.item.id == m.item.id) {
             found.push(m);
         }
     }
@@ -113,15 +138,17 @@ fn recall_from(
     Ok(found)
 }
 
-/// The newest stated preferences, most important first.
-fn preferences(store: &PersistentMemory) -> Result<Vec<Memory>, MemoryError> {
-    let mut found: Vec<Memory> = store
-        .list(&ListFilter::default())?
+/// The newest stated preferences of both stores, most important first.
+fn preferences(service: &MemoryService) -> Result<Vec<Located<Memory>>, ToolError> {
+    let listed = service.list_everywhere(&ListFilter::default())?;
+    note_team_error(listed.team_error);
+    let mut found: Vec<Located<Memory>> = listed
+        .items
         .into_iter()
-        .filter(|m| m.kind == MemoryType::Preference)
+        .filter(|m| m.item.kind == MemoryType::Preference)
         .take(PREFERENCES_RECALLED)
         .collect();
-    found.sort_by(|a, b| b.importance.total_cmp(&a.importance));
+    found.sort_by(|a, b| b.item.importance.total_cmp(&a.item.importance));
     Ok(found)
 }
 

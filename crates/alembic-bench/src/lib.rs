@@ -12,6 +12,9 @@
 //!   dimension with a shared SessionStore and with one per dimension.
 //! - [`monorepo`]: code intelligence on a copy of the cargo registry sources (~23,500
 //!   files): full and one-file index, cold graph query, MCP latency and memory, search vs rg.
+//! - [`team_mix`]: team memories at scale (issue 18): 8 clients mixing retrieve and
+//!   add+consolidate over 100,000 memories on PostgreSQL and on SQLite; p50/p95/p99, errors,
+//!   lost acknowledged writes.
 //! - [`durability`]: the writer process used by the multi-process durability test.
 //!
 //! ```no_run
@@ -29,3 +32,4 @@ pub mod mcp;
 pub mod mcp_http;
 pub mod memory_scale;
 pub mod monorepo;
+pub mod team_mix;

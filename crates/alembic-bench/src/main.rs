@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use alembic_bench::{
-    bootstrap, bootstrap_llm, durability, locomo, mcp, mcp_http, memory_scale, monorepo,
+    bootstrap, bootstrap_llm, durability, locomo, mcp, mcp_http, memory_scale, monorepo, team_mix,
 };
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -47,6 +47,25 @@ enum Command {
         /// Queries per size.
         #[arg(long, default_value_t = 200)]
         queries: usize,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Team memories at scale (issue 18): concurrent clients mixing retrieve (80 %) and add
+    /// with consolidation (20 %) on the team store, then the same on SQLite in one process;
+    /// p50/p95/p99, errors, and every acknowledged write looked up after the run.
+    TeamMix {
+        /// The PostgreSQL server (a new team is made on it for the run).
+        #[arg(long, value_name = "URL")]
+        team_url: String,
+        /// Memories seeded before the mix.
+        #[arg(long, default_value_t = 100_000)]
+        memories: usize,
+        /// Concurrent clients (threads, each with its own team store handle).
+        #[arg(long, default_value_t = 8)]
+        clients: usize,
+        /// Operations per client.
+        #[arg(long, default_value_t = 250)]
+        ops: usize,
         #[arg(long)]
         json: bool,
     },
@@ -154,6 +173,22 @@ fn main() -> Result<()> {
         } => {
             let report = memory_scale::run(&sizes, queries)?;
             print(json, &report, memory_scale::render(&report))
+        }
+        Command::TeamMix {
+            team_url,
+            memories,
+            clients,
+            ops,
+            json,
+        } => {
+            let options = team_mix::Options {
+                team_url,
+                memories,
+                clients,
+                ops_per_client: ops,
+            };
+            let report = team_mix::run(&options)?;
+            print(json, &report, team_mix::render(&report))
         }
         Command::Mcp {
             project,

@@ -13,22 +13,22 @@ use serde::Serialize;
 
 /// Deterministic xorshift generator. A benchmark needs reproducible text, not good
 /// randomness, so a 5-line generator is used instead of pulling in `rand`.
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
         self.0
     }
 
-    fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
     }
 }
 
-const TOPICS: &[&str] = &[
+pub(crate) const TOPICS: &[&str] = &[
     "payment",
     "coordinator",
     "repository",
@@ -67,7 +67,7 @@ const TOPICS: &[&str] = &[
     "fixture",
 ];
 
-fn sentence(rng: &mut Rng, vocab: usize) -> String {
+pub(crate) fn sentence(rng: &mut Rng, vocab: usize) -> String {
     let words: Vec<String> = (0..12)
         .map(|i| {
             if i % 3 == 0 {
@@ -78,6 +78,16 @@ fn sentence(rng: &mut Rng, vocab: usize) -> String {
         })
         .collect();
     words.join(" ")
+}
+
+/// A query like an agent's: two topic words and one rarer word.
+pub(crate) fn query(rng: &mut Rng, vocab: usize) -> String {
+    format!(
+        "{} w{} {}",
+        TOPICS[rng.below(TOPICS.len())],
+        rng.below(vocab),
+        TOPICS[rng.below(TOPICS.len())]
+    )
 }
 
 /// Latency figures for one store size.
@@ -99,7 +109,7 @@ pub struct ScaleReport {
     pub consolidate_per_second: f64,
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
+pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {
     let i = ((sorted.len().saturating_sub(1)) as f64 * p).round() as usize;
     sorted.get(i).copied().unwrap_or(0.0)
 }
@@ -141,16 +151,7 @@ fn measure_size(n: usize, queries: usize) -> Result<SizeResult> {
         store.add_batch(&batch)?;
     }
     let load_seconds = start.elapsed().as_secs_f64();
-    let qs: Vec<String> = (0..queries)
-        .map(|_| {
-            format!(
-                "{} w{} {}",
-                TOPICS[rng.below(TOPICS.len())],
-                rng.below(vocab),
-                TOPICS[rng.below(TOPICS.len())]
-            )
-        })
-        .collect();
+    let qs: Vec<String> = (0..queries).map(|_| query(&mut rng, vocab)).collect();
     let options = RetrieveOptions {
         limit: 10,
         touch: false,

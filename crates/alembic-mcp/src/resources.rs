@@ -5,7 +5,7 @@
 //! | `alembic://overview` | the project overview (the `get_project_overview` tool's text, run through the pipeline, so allowlisted and audited) | text/plain |
 //! | `alembic://recipe/{id}` | one published recipe, as the knowledge store holds it | application/json |
 //! | `alembic://skill/{name}` | a skill's SKILL.md | text/markdown |
-//! | `alembic://memories/{scope}` | the active memories of `project`, `user` or `team` (read-only) | application/json |
+//! | `alembic://memories/{scope}` | the active memories of `project`, `user` or `team` (read-only; with a team configured, `team` includes the server's, each with its `store`: `local` or `team`) | application/json |
 //!
 //! The parameterised ones are also resource templates, and their variables are completed
 //! (`completion/complete`) from the stores. Reads of the stores are synchronous (SQLite), so
@@ -244,6 +244,10 @@ impl ProjectContent {
         }))
     }
 
+    /// The active memories of `scope`; with a team configured, the team scope's come from
+    /// the server as well, each with its `store` (`local` or `team`). If the team store
+    /// cannot be read, the team resource fails naming the server and the cause rather than
+    /// pass the local part off as the team's memories.
     fn memories(&self, scope: Scope) -> Result<Option<Body>, String> {
         let Some(memory) = &self.memory else {
             return Ok(None);
@@ -252,18 +256,17 @@ impl ProjectContent {
             scope: Some(scope),
             ..ListFilter::default()
         };
-        let list = memory
-            .read(|m| {
-                let now = m.now_ms();
-                m.list(&filter).map(|all| {
-                    all.into_iter()
-                        .filter(|x| x.is_active(now))
-                        .collect::<Vec<_>>()
-                })
-            })
-            .map_err(|e| e.to_string())?
-            .map_err(|e| e.to_string())?;
-        let text = serde_json::to_string_pretty(&list).map_err(|e| e.to_string())?;
+        let found = memory.list_everywhere(&filter).map_err(|e| e.to_string())?;
+        if let Some(e) = found.team_error {
+            return Err(format!("team memories unavailable: {e}"));
+        }
+        let now = memory.read(|m| m.now_ms()).map_err(|e| e.to_string())?;
+        let active: Vec<_> = found
+            .items
+            .into_iter()
+            .filter(|x| x.item.is_active(now))
+            .collect();
+        let text = serde_json::to_string_pretty(&active).map_err(|e| e.to_string())?;
         Ok(Some(Body {
             mime: "application/json",
             text,

@@ -47,6 +47,9 @@ pub trait MemoryBackend: Send {
     fn export(&self) -> Result<Vec<Memory>, MemoryError>;
     /// Inserts exported rows keeping their ids; existing ids are skipped. (imported, skipped).
     fn import(&mut self, memories: &[Memory]) -> Result<(usize, usize), MemoryError>;
+    /// Embeds new memories and queries with `embedder` from now on (a store opened for a
+    /// read gets the embedder when a search first needs it).
+    fn set_embedder(&mut self, embedder: Option<Arc<dyn Embedder>>);
 }
 
 impl MemoryBackend for PersistentMemory {
@@ -92,6 +95,9 @@ impl MemoryBackend for PersistentMemory {
     }
     fn import(&mut self, memories: &[Memory]) -> Result<(usize, usize), MemoryError> {
         PersistentMemory::import(self, memories)
+    }
+    fn set_embedder(&mut self, embedder: Option<Arc<dyn Embedder>>) {
+        PersistentMemory::set_embedder(self, embedder)
     }
 }
 

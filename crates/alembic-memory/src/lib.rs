@@ -35,6 +35,7 @@ pub mod embed;
 mod error;
 mod model;
 mod operator_tools;
+mod readers;
 mod reindex;
 mod retriever;
 mod rows;
@@ -57,6 +58,7 @@ pub use embed::{
 };
 pub use error::MemoryError;
 pub use model::{Memory, MemorySource, MemoryType, MemoryUpdate, NewMemory, Scope};
+pub use readers::{Found, Located, Origin};
 pub use retriever::{
     Candidate, ChannelRow, MemoryRetriever, RetrieveOptions, ScoreParts, ScoredMemory, cosine,
 };

@@ -36,7 +36,14 @@ struct TeamStore {
     /// Who it is, for messages ("team platform on db:5432/alembic").
     label: String,
     open: TeamOpener,
-    store: Mutex<Option<Box<dyn MemoryBackend>>>,
+    store: Mutex<Option<OpenTeam>>,
+}
+
+/// The open team store and whether the configured embedder was attached to it yet (a store
+/// opened for a list is not given one, so listing never loads a model).
+struct OpenTeam {
+    store: Box<dyn MemoryBackend>,
+    embedder_attached: bool,
 }
 
 /// The open store and whether the configured embedder was attached to it yet.
@@ -88,18 +95,47 @@ impl MemoryService {
         &self,
         f: impl FnOnce(&mut dyn MemoryBackend) -> Result<T, MemoryError>,
     ) -> Result<Option<T>, ToolError> {
+        self.on_team_store(true, f)
+    }
+
+    /// Runs a read-only `f` on the team store like [`Self::with_team_store`], but never
+    /// builds the embedder (listing team memories does not load a model).
+    pub fn read_team<T>(
+        &self,
+        f: impl FnOnce(&dyn MemoryBackend) -> Result<T, MemoryError>,
+    ) -> Result<Option<T>, ToolError> {
+        self.on_team_store(false, |store| f(store))
+    }
+
+    fn on_team_store<T>(
+        &self,
+        embed: bool,
+        f: impl FnOnce(&mut dyn MemoryBackend) -> Result<T, MemoryError>,
+    ) -> Result<Option<T>, ToolError> {
         let Some(team) = &self.team else {
             return Ok(None);
         };
         let mut slot = team.store.lock().unwrap_or_else(|e| e.into_inner());
-        if slot.is_none() {
-            let embedder = self.shared_embedder();
-            *slot = Some((team.open)(embedder).map_err(ToolError::failed)?);
-        }
-        let Some(store) = slot.as_mut() else {
-            return Ok(None);
+        let open = match slot.as_mut() {
+            Some(open) => open,
+            None => {
+                let embedder = if embed {
+                    self.shared_embedder()
+                } else {
+                    self.built_embedder.get().cloned().flatten()
+                };
+                let store = (team.open)(embedder).map_err(ToolError::failed)?;
+                slot.insert(OpenTeam {
+                    store,
+                    embedder_attached: embed,
+                })
+            }
         };
-        f(store.as_mut())
+        if embed && !open.embedder_attached {
+            open.embedder_attached = true;
+            open.store.set_embedder(self.shared_embedder());
+        }
+        f(open.store.as_mut())
             .map(Some)
             .map_err(|e| ToolError::failed(format!("{}: {e}", team.label)))
     }

@@ -107,6 +107,39 @@ fn push_tool(memory: Arc<MemoryService>) -> ToolDefinition {
     })
 }
 
+/// Moves the local team-scoped memories the team store does not hold yet (history included)
+/// to it, then removes them locally; copies that are on the server already (pulled ones)
+/// stay. `memory_remember` runs this before consolidating a team memory on the server, so a
+/// local team memory that was never pushed is compared with (not duplicated, not lost: it
+/// leaves the file only after the server committed it). Returns how many moved; 0 without
+/// a team.
+pub(crate) fn push_unpushed(memory: &MemoryService) -> Result<usize, ToolError> {
+    let local: Vec<Memory> = memory.with_store(|m| m.list(&team_scope(true)))?;
+    if local.is_empty() {
+        return Ok(0);
+    }
+    let moved = memory.with_team_store(|t| {
+        let mut unpushed = Vec::new();
+        for row in local {
+            if t.get(&row.id)?.is_none() {
+                unpushed.push(row);
+            }
+        }
+        t.import(&unpushed)?;
+        Ok(unpushed)
+    })?;
+    let Some(moved) = moved else {
+        return Ok(0);
+    };
+    memory.with_store(|m| {
+        for row in moved.iter().filter(|r| r.valid_to.is_none()) {
+            m.forget(&row.id)?;
+        }
+        Ok(())
+    })?;
+    Ok(moved.len())
+}
+
 fn pull_tool(memory: Arc<MemoryService>) -> ToolDefinition {
     ToolDefinition::typed::<NoArgs>(
         "team_pull",

@@ -85,6 +85,28 @@ pub fn fts_query(query: &str) -> Option<String> {
     fts5_match_any(query_terms(query))
 }
 
+/// How many tokens FTS5's `unicode61` tokenizer finds in `text`: the row length its BM25
+/// normalises by. Token characters are letters, numbers, private-use characters and
+/// combining marks (which `remove_diacritics` folds into the letter before them); every
+/// other character separates. A team store computes BM25 itself and needs the same length
+/// to give the same scores (`alembic-team`'s postings).
+pub fn fts5_token_count(text: &str) -> usize {
+    let token_char = |c: char| {
+        c.is_alphanumeric()
+            || matches!(c as u32,
+                0x0300..=0x036F | 0x1AB0..=0x1AFF | 0x1DC0..=0x1DFF | 0x20D0..=0x20FF
+                | 0xFE20..=0xFE2F | 0xE000..=0xF8FF | 0xF0000..=0x10FFFD)
+    };
+    text.split(|c: char| !token_char(c))
+        .filter(|t| !t.is_empty())
+        .count()
+}
+
+/// The length FTS5 gives a memory's row: the tokens of its indexed content and context.
+pub fn index_len(content: &str, context: Option<&str>) -> usize {
+    fts5_token_count(&index_text(content)) + fts5_token_count(&index_text(context.unwrap_or("")))
+}
+
 /// Similarity tokens: lower-case words of length ≥ 2 plus every character bigram of every
 /// word (the reference's `tokenizeForSimilarity`, ref-memory §3.4).
 fn similarity_tokens(text: &str) -> HashSet<String> {
@@ -231,6 +253,33 @@ pub fn contradicts(old: &str, new: &str) -> bool {
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
+
+    /// The count is FTS5's own: each text is indexed alone and its tokens counted by
+    /// `fts5vocab`.
+    #[test]
+    fn token_counts_are_fts5s() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "create virtual table f using fts5(a, tokenize = 'porter unicode61 remove_diacritics 2');
+             create virtual table v using fts5vocab(f, 'instance');",
+        )
+        .unwrap();
+        for text in [
+            "The payment service retries failed charges three times",
+            "snake_case and kebab-case, it's 3.14",
+            "caf\u{e9} a\u{301}b \u{2460}\u{2461} \u{394}x \u{1c5}",
+            "  ",
+            &index_text("用SQLite存储, 支付模块"),
+        ] {
+            conn.execute("delete from f", []).unwrap();
+            conn.execute("insert into f values (?1)", [text]).unwrap();
+            let fts5: i64 = conn
+                .query_row("select count(*) from v", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(fts5_token_count(text) as i64, fts5, "{text:?}");
+        }
+        assert_eq!(index_len("用SQLite", Some("the cache")), 2 + 2);
+    }
 
     #[test]
     fn cjk_runs_become_unigrams_and_bigrams() {

@@ -19,7 +19,8 @@ use serde_json::{Value, json};
 
 pub use crate::service::{MemoryService, TeamOpener};
 use crate::{
-    ConsolidateStats, MemorySource, MemoryType, NewMemory, RetrieveOptions, Scope, ScoredMemory,
+    ConsolidateStats, Located, MemorySource, MemoryType, NewMemory, Origin, RetrieveOptions, Scope,
+    ScoredMemory,
 };
 
 /// The longest memory `memory_remember` accepts, in characters.
@@ -96,25 +97,9 @@ fn recall_tool(memory: Arc<MemoryService>) -> ToolDefinition {
             kind: args.kind.map(MemoryType::from),
             ..RetrieveOptions::default()
         };
-        let mut hits = memory.with_store(|m| m.retrieve(&args.query, &options))?;
-        let team_error = match recall_team(&memory, &args.query, &options) {
-            Ok(team_hits) => {
-                // a pulled memory is in both stores; show it once
-                let local: std::collections::HashSet<String> =
-                    hits.iter().map(|h| h.memory.id.clone()).collect();
-                hits.extend(
-                    team_hits
-                        .into_iter()
-                        .filter(|h| !local.contains(&h.memory.id)),
-                );
-                hits.sort_by(|a, b| b.score.total_cmp(&a.score));
-                hits.truncate(options.limit);
-                None
-            }
-            Err(e) => Some(e.to_string()),
-        };
-        let mut output = recall_output(&args.query, &hits);
-        if let Some(e) = team_error {
+        let found = memory.recall(&args.query, &options)?;
+        let mut output = recall_output(&args.query, &found.items);
+        if let Some(e) = found.team_error {
             output.data["teamError"] = json!(e);
             output
                 .text
@@ -124,29 +109,11 @@ fn recall_tool(memory: Arc<MemoryService>) -> ToolDefinition {
     })
 }
 
-/// Team memories for a recall (none without a team). Local and team hits are merged by
-/// score; each store normalises relevance over its own candidates.
-fn recall_team(
-    memory: &MemoryService,
-    query: &str,
-    options: &RetrieveOptions,
-) -> Result<Vec<ScoredMemory>, ToolError> {
-    if options.scope.is_some_and(|s| s != Scope::Team) {
-        return Ok(Vec::new());
-    }
-    let options = RetrieveOptions {
-        scope: Some(Scope::Team),
-        ..options.clone()
-    };
-    Ok(memory
-        .with_team_store(|t| t.retrieve(query, &options))?
-        .unwrap_or_default())
-}
-
-fn recall_output(query: &str, hits: &[ScoredMemory]) -> ToolOutput {
+/// Each hit with its store (`local` or `team`); the text marks team memories.
+fn recall_output(query: &str, hits: &[Located<ScoredMemory>]) -> ToolOutput {
     let memories: Vec<Value> = hits
         .iter()
-        .map(|h| {
+        .map(|Located { item: h, store }| {
             json!({
                 "id": h.memory.id,
                 "type": h.memory.kind.as_str(),
@@ -154,6 +121,7 @@ fn recall_output(query: &str, hits: &[ScoredMemory]) -> ToolOutput {
                 "importance": h.memory.importance,
                 "score": round3(h.score),
                 "relevance": round3(h.parts.relevance),
+                "store": store,
             })
         })
         .collect();
@@ -161,9 +129,10 @@ fn recall_output(query: &str, hits: &[ScoredMemory]) -> ToolOutput {
         0 => format!("no memories for \"{query}\""),
         n => format!("{n} memories for \"{query}\":"),
     };
-    for h in hits {
+    for Located { item: h, store } in hits {
+        let team = if *store == Origin::Team { " team" } else { "" };
         text.push_str(&format!(
-            "\n- [{} {:.2}] {} ({})",
+            "\n- [{}{team} {:.2}] {} ({})",
             h.memory.kind.as_str(),
             h.score,
             h.memory.content,
@@ -250,11 +219,13 @@ fn remember_tool(memory: Arc<MemoryService>) -> ToolDefinition {
     .handler(memory, |memory, args, ctx| async move {
         let candidate = args.candidate(ctx.caller.id.clone());
         let one = std::slice::from_ref(&candidate);
-        // with a team configured, team-scoped memories go to the team store (or fail there)
-        if candidate.scope == Scope::Team
-            && let Some(stats) = memory.with_team_store(|t| t.consolidate(one))?
-        {
-            return remember_output(&stats);
+        // with a team configured, team-scoped memories go to the team store (or fail there),
+        // after the local ones it does not hold yet, so consolidation compares with them too
+        if candidate.scope == Scope::Team && memory.team_label().is_some() {
+            crate::team_tools::push_unpushed(&memory)?;
+            if let Some(stats) = memory.with_team_store(|t| t.consolidate(one))? {
+                return remember_output(&stats);
+            }
         }
         let stats = memory.with_store(|m| m.consolidate(one))?;
         remember_output(&stats)

@@ -97,6 +97,14 @@ create trigger team_memory_stats_track after insert or delete or update of searc
     on team_memories for each row execute function team_memory_stats_track();
 "#,
     },
+    PgMigration {
+        version: 3,
+        sql: crate::memory::migrations::POSTINGS,
+    },
+    PgMigration {
+        version: 4,
+        sql: crate::memory::migrations::ROW_SECURITY,
+    },
 ];
 
 /// Component name of the team knowledge tables.

@@ -2,3 +2,4 @@ mod durability;
 mod locomo;
 mod mcp_http;
 mod monorepo;
+mod team_mix;

@@ -7,7 +7,7 @@
 use std::io::{BufRead as _, Write as _};
 
 use alembic_runtime::agent::{AgentPreset, AgentRuntime, Extraction, RunRequest};
-use alembic_runtime::memory::{ListFilter, RetrieveOptions};
+use alembic_runtime::memory::{ListFilter, Origin, RetrieveOptions};
 use clap::Args;
 use tokio_util::sync::CancellationToken;
 
@@ -170,23 +170,31 @@ fn print_memory(agent: &AgentRuntime, last_question: Option<&str>) {
         println!("long-term memory is not available");
         return;
     };
+    let service = memory.service();
     if let Some(q) = last_question {
         let options = RetrieveOptions {
             limit: 5,
             touch: false,
             ..RetrieveOptions::default()
         };
-        match memory.with_store(|m| m.retrieve(q, &options)) {
-            Ok(hits) if !hits.is_empty() => {
+        match service.recall(q, &options) {
+            Ok(found) if !found.items.is_empty() => {
                 println!("recalled for \"{q}\":");
-                for h in hits {
+                for h in &found.items {
                     println!(
-                        "  [{}] {} (score {:.2})",
-                        h.memory.kind, h.memory.content, h.score
+                        "  [{}{}] {} (score {:.2})",
+                        h.item.memory.kind,
+                        store_mark(h.store),
+                        h.item.memory.content,
+                        h.item.score
                     );
                 }
+                print_team_error(found.team_error.as_deref());
             }
-            Ok(_) => println!("nothing recalled for \"{q}\""),
+            Ok(found) => {
+                println!("nothing recalled for \"{q}\"");
+                print_team_error(found.team_error.as_deref());
+            }
             Err(e) => println!("recall failed: {e}"),
         }
     }
@@ -194,14 +202,35 @@ fn print_memory(agent: &AgentRuntime, last_question: Option<&str>) {
         limit: Some(5),
         ..ListFilter::default()
     };
-    match memory.with_store(|m| m.list(&filter)) {
-        Ok(recent) if recent.is_empty() => println!("no long-term memories yet"),
+    match service.list_everywhere(&filter) {
+        Ok(recent) if recent.items.is_empty() => println!("no long-term memories yet"),
         Ok(recent) => {
             println!("newest:");
-            for m in recent {
-                println!("  [{}] {} (importance {})", m.kind, m.content, m.importance);
+            for m in &recent.items {
+                println!(
+                    "  [{}{}] {} (importance {})",
+                    m.item.kind,
+                    store_mark(m.store),
+                    m.item.content,
+                    m.item.importance
+                );
             }
+            print_team_error(recent.team_error.as_deref());
         }
         Err(e) => println!("listing memories failed: {e}"),
+    }
+}
+
+/// ", team" after the kind of a memory from the team store.
+fn store_mark(store: Origin) -> &'static str {
+    match store {
+        Origin::Team => ", team",
+        Origin::Local => "",
+    }
+}
+
+fn print_team_error(error: Option<&str>) {
+    if let Some(e) = error {
+        println!("  (team memories unavailable: {e})");
     }
 }

@@ -21,7 +21,7 @@ const KEY_VARS: [&str; 8] = [
 ];
 
 /// The binary in `project` with no provider settings but those given, and an empty user config.
-fn agent_cmd(
+pub fn agent_cmd(
     project: &std::path::Path,
     config_home: &std::path::Path,
     server: Option<&FakeServer>,
@@ -53,7 +53,7 @@ fn project() -> tempfile::TempDir {
 /// Runs `cmd` off the async runtime, so the fake server keeps answering meanwhile.
 /// The answer to the memory extraction call at the end of a run: `memories` as
 /// (type, content) pairs.
-fn extraction(memories: &[(&str, &str)]) -> FakeTurn {
+pub fn extraction(memories: &[(&str, &str)]) -> FakeTurn {
     let memories: Vec<Value> = memories
         .iter()
         .map(|(kind, content)| json!({"type": kind, "content": content, "importance": 7}))
@@ -66,7 +66,7 @@ fn is_extraction(request: &alembic_llm::fake::RecordedRequest) -> bool {
     request.system_prompt() == alembic_runtime::agent::MEMORY_EXTRACTION_SYSTEM_PROMPT
 }
 
-async fn output(mut cmd: Command) -> std::process::Output {
+pub async fn output(mut cmd: Command) -> std::process::Output {
     tokio::task::spawn_blocking(move || cmd.output().unwrap())
         .await
         .unwrap()

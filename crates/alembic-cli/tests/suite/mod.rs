@@ -16,6 +16,7 @@ mod memory_cli;
 mod safety_cli;
 mod skills_cli;
 mod team_cli;
+mod team_memory_cli;
 mod tools_cli;
 
 use assert_cmd::Command;

@@ -12,6 +12,8 @@
 //! - every write records its author and bumps the row's version; [`PgMemory::update_at`]
 //!   refuses a write at a stale version with [`MemoryError::Conflict`] naming the memory.
 
+pub(crate) mod migrations;
+mod postings;
 mod search;
 
 use std::future::Future;
@@ -29,6 +31,7 @@ use crate::client::PgClient;
 use crate::config::TeamConfig;
 use crate::error::TeamError;
 use crate::schema::{MEMORY_COMPONENT, MEMORY_MIGRATIONS, migrate};
+use crate::tx::begin_team;
 
 pub(crate) mod rows;
 
@@ -140,12 +143,28 @@ impl PgMemory {
         Ok(self.client.run(move |pool| f(who, pool))?)
     }
 
+    /// After a bulk load (a large push, a benchmark's seed): vacuums and analyses the team
+    /// memory tables, so postings are read from the index alone (the visibility map is set)
+    /// and the planner knows the new sizes. Autovacuum does the same later on its own.
+    pub fn vacuum_analyze(&self) -> Result<(), MemoryError> {
+        self.run(move |_, pool| async move {
+            sqlx::raw_sql(
+                "vacuum (analyze) team_memories, team_memory_postings, team_memory_stats",
+            )
+            .execute(&pool)
+            .await?;
+            Ok(())
+        })
+    }
+
     /// A memory with its version (for [`Self::update_at`]) and last author.
     pub fn get_versioned(&self, id: &str) -> Result<Option<Versioned>, MemoryError> {
         let id = id.to_string();
         self.run(move |who, pool| async move {
-            let mut conn = pool.acquire().await?;
-            rows::get(&mut conn, &who.team, &id).await
+            let mut conn = begin_team(&pool, &who.team).await?;
+            let found = rows::get(&mut conn, &who.team, &id).await?;
+            conn.commit().await?;
+            Ok(found)
         })
     }
 
@@ -184,7 +203,7 @@ impl PgMemory {
         let content_changed = change.content.is_some();
         let expected = expected.unwrap_or(version);
         self.run(move |who, pool| async move {
-            let mut tx = pool.begin().await?;
+            let mut tx = begin_team(&pool, &who.team).await?;
             rows::lock_team(&mut tx, &who.team).await?;
             if !rows::write_back(&mut tx, &who.team, &who.author, &m, Some(expected)).await? {
                 return Err(TeamError::Memory(MemoryError::Conflict {
@@ -219,7 +238,7 @@ impl MemoryBackend for PgMemory {
         let model = self.embedder.as_ref().map(|e| e.model_id().to_string());
         let keep = self.config.max_per_scope.saturating_sub(1);
         self.run(move |who, pool| async move {
-            let mut tx = pool.begin().await?;
+            let mut tx = begin_team(&pool, &who.team).await?;
             rows::lock_team(&mut tx, &who.team).await?;
             rows::evict_to(&mut tx, &who.team, memory.scope, keep).await?;
             let v = vector.as_ref().and_then(|v| v.first()).map(Vec::as_slice);
@@ -249,14 +268,16 @@ impl MemoryBackend for PgMemory {
                    and ($3 or archived_at is null) and ($4 or valid_to is null)
                  order by updated desc, seq desc limit $5"
             );
+            let mut tx = begin_team(&pool, &who.team).await?;
             let rows = sqlx::query(sql)
                 .bind(&who.team)
                 .bind(filter.scope.map(Scope::as_str))
                 .bind(filter.include_archived)
                 .bind(filter.include_history)
                 .bind(filter.limit.map(|l| l as i64))
-                .fetch_all(&pool)
+                .fetch_all(&mut *tx)
                 .await?;
+            tx.commit().await?;
             rows.iter().map(rows::decode).collect()
         })
     }
@@ -277,15 +298,17 @@ impl MemoryBackend for PgMemory {
                  where team = $1 and id in (select id from older union select id from newer)
                  order by valid_from asc, created asc, seq asc"
             );
-            let mut conn = pool.acquire().await?;
-            rows::select(&mut conn, sql, &who.team, Some(&id)).await
+            let mut conn = begin_team(&pool, &who.team).await?;
+            let found = rows::select(&mut conn, sql, &who.team, Some(&id)).await?;
+            conn.commit().await?;
+            Ok(found)
         })
     }
 
     fn forget(&mut self, id: &str) -> Result<bool, MemoryError> {
         let id = id.to_string();
         self.run(move |who, pool| async move {
-            let mut tx = pool.begin().await?;
+            let mut tx = begin_team(&pool, &who.team).await?;
             rows::lock_team(&mut tx, &who.team).await?;
             let n = rows::delete_with_history(&mut tx, &who.team, &id).await?;
             tx.commit().await?;
@@ -297,7 +320,7 @@ impl MemoryBackend for PgMemory {
         let now = self.clock.now_ms();
         let id = id.to_string();
         self.run(move |who, pool| async move {
-            let mut conn = pool.acquire().await?;
+            let mut conn = begin_team(&pool, &who.team).await?;
             sqlx::query(
                 "update team_memories set archived_at = null, last_accessed = $3,
                      version = version + 1, author = $4
@@ -309,7 +332,9 @@ impl MemoryBackend for PgMemory {
             .bind(&who.author)
             .execute(&mut *conn)
             .await?;
-            match rows::get(&mut conn, &who.team, &id).await? {
+            let found = rows::get(&mut conn, &who.team, &id).await?;
+            conn.commit().await?;
+            match found {
                 Some(v) => Ok(v.memory),
                 None => Err(TeamError::Memory(MemoryError::NotFound { id })),
             }
@@ -321,7 +346,7 @@ impl MemoryBackend for PgMemory {
         let forget_cutoff = now - (self.config.forget_after_days * DAY_MS as f64) as i64;
         let archive_cutoff = self.archive_cutoff(now);
         self.run(move |who, pool| async move {
-            let mut tx = pool.begin().await?;
+            let mut tx = begin_team(&pool, &who.team).await?;
             rows::lock_team(&mut tx, &who.team).await?;
             let stats = rows::gc(&mut tx, &who.team, now, forget_cutoff, archive_cutoff).await?;
             tx.commit().await?;
@@ -348,28 +373,29 @@ impl MemoryBackend for PgMemory {
                 rows::columns!(),
                 " from team_memories where team = $1 and $2::text is null order by seq asc"
             );
-            let mut conn = pool.acquire().await?;
-            rows::select(&mut conn, sql, &who.team, None).await
+            let mut conn = begin_team(&pool, &who.team).await?;
+            let all = rows::select(&mut conn, sql, &who.team, None).await?;
+            conn.commit().await?;
+            Ok(all)
         })
+    }
+
+    fn set_embedder(&mut self, embedder: Option<Arc<dyn Embedder>>) {
+        self.embedder = embedder;
     }
 
     fn import(&mut self, memories: &[Memory]) -> Result<(usize, usize), MemoryError> {
         let memories = memories.to_vec();
         let max = self.config.max_per_scope;
         self.run(move |who, pool| async move {
-            let mut tx = pool.begin().await?;
+            let mut tx = begin_team(&pool, &who.team).await?;
             rows::lock_team(&mut tx, &who.team).await?;
-            let mut imported = 0;
-            for m in &memories {
-                if rows::get(&mut tx, &who.team, &m.id).await?.is_none() {
-                    rows::insert(&mut tx, &who.team, &who.author, m, None).await?;
-                    imported += 1;
-                }
-            }
+            let imported = rows::insert_many(&mut tx, &who.team, &who.author, &memories).await?;
             for scope in Scope::ALL {
                 rows::evict_to(&mut tx, &who.team, *scope, max).await?;
             }
             tx.commit().await?;
+            let imported = imported as usize;
             Ok((imported, memories.len() - imported))
         })
     }

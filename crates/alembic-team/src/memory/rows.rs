@@ -1,7 +1,7 @@
 //! Row-level SQL of the team memory table. Every statement filters by `team`; callers own
 //! the transaction.
 
-use alembic_memory::text::index_text;
+use alembic_memory::text::{index_len, index_text};
 use alembic_memory::{GcStats, Memory, MemoryError, Scope};
 use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Row};
@@ -121,6 +121,12 @@ pub(crate) async fn lock_team(conn: &mut PgConnection, team: &str) -> Result<(),
     Ok(())
 }
 
+/// The row length BM25 normalises by: FTS5's count for the same text, so scores match the
+/// SQLite store's (schema step 3).
+fn search_len(m: &Memory) -> i32 {
+    i32::try_from(index_len(&m.content, m.context.as_deref())).unwrap_or(i32::MAX)
+}
+
 /// Inserts a full row (ids included) with its author, its search vector and, when given,
 /// its embedding.
 pub(crate) async fn insert(
@@ -133,14 +139,14 @@ pub(crate) async fn insert(
     let sql = concat!(
         "insert into team_memories (team, author, ",
         columns!(),
-        ", search, vector_model, vector)
+        ", search, vector_model, vector, search_len)
          values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
                  $18, $19, $20, $21,
                  setweight(to_tsvector(",
         ts_config!(),
         ", $22), 'A') || setweight(to_tsvector(",
         ts_config!(),
-        ", $23), 'D'), $24, $25)"
+        ", $23), 'D'), $24, $25, $26)"
     );
     sqlx::query(sql)
         .bind(team)
@@ -168,9 +174,84 @@ pub(crate) async fn insert(
         .bind(index_text(m.context.as_deref().unwrap_or("")))
         .bind(vector.map(|v| v.0))
         .bind(vector.map(|v| v.1.to_vec()))
+        .bind(search_len(m))
         .execute(conn)
         .await?;
     Ok(())
+}
+
+/// Rows one bulk statement carries.
+const BULK_ROWS: usize = 1000;
+
+/// Inserts full rows (ids included, without vectors) a thousand per statement, skipping ids
+/// the team already has; returns how many were inserted. One statement per thousand rows
+/// lets the statement triggers index them together (a push, or seeding a benchmark).
+pub(crate) async fn insert_many(
+    conn: &mut PgConnection,
+    team: &str,
+    author: &str,
+    memories: &[Memory],
+) -> Result<u64, TeamError> {
+    let sql = concat!(
+        "insert into team_memories (team, author, ",
+        columns!(),
+        ", search, search_len)
+         select $1, $2, u.id, u.scope, u.type, u.content, u.source, u.importance, u.access_count,
+                u.last_accessed, u.created, u.updated, u.expires_at, u.source_dimension,
+                u.provenance, u.archived_at, u.valid_from, u.valid_to, u.superseded_by, u.tags,
+                u.context,
+                setweight(to_tsvector(",
+        ts_config!(),
+        ", u.text), 'A') || setweight(to_tsvector(",
+        ts_config!(),
+        ", u.ctx), 'D'), u.len
+         from unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+                     $8::float8[], $9::int8[], $10::int8[], $11::int8[], $12::int8[], $13::int8[],
+                     $14::text[], $15::text[], $16::int8[], $17::int8[], $18::int8[], $19::text[],
+                     $20::text[], $21::text[], $22::text[], $23::text[], $24::int4[])
+              as u(id, scope, type, content, source, importance, access_count, last_accessed,
+                   created, updated, expires_at, source_dimension, provenance, archived_at,
+                   valid_from, valid_to, superseded_by, tags, context, text, ctx, len)
+         on conflict (team, id) do nothing"
+    );
+    let mut inserted = 0;
+    for chunk in memories.chunks(BULK_ROWS) {
+        let col = |f: fn(&Memory) -> String| chunk.iter().map(f).collect::<Vec<String>>();
+        let opt = |f: fn(&Memory) -> Option<String>| chunk.iter().map(f).collect::<Vec<_>>();
+        let num = |f: fn(&Memory) -> i64| chunk.iter().map(f).collect::<Vec<i64>>();
+        let opt_num = |f: fn(&Memory) -> Option<i64>| chunk.iter().map(f).collect::<Vec<_>>();
+        inserted += sqlx::query(sql)
+            .bind(team)
+            .bind(author)
+            .bind(col(|m| m.id.clone()))
+            .bind(col(|m| m.scope.as_str().to_string()))
+            .bind(col(|m| m.kind.as_str().to_string()))
+            .bind(col(|m| m.content.clone()))
+            .bind(col(|m| m.source.as_str().to_string()))
+            .bind(chunk.iter().map(|m| m.importance).collect::<Vec<f64>>())
+            .bind(num(|m| m.access_count))
+            .bind(num(|m| m.last_accessed))
+            .bind(num(|m| m.created))
+            .bind(num(|m| m.updated))
+            .bind(opt_num(|m| m.expires_at))
+            .bind(opt(|m| m.source_dimension.clone()))
+            .bind(opt(|m| m.provenance.clone()))
+            .bind(opt_num(|m| m.archived_at))
+            .bind(num(|m| m.valid_from))
+            .bind(opt_num(|m| m.valid_to))
+            .bind(opt(|m| m.superseded_by.clone()))
+            .bind(col(|m| {
+                serde_json::to_string(&m.tags).unwrap_or_else(|_| "[]".into())
+            }))
+            .bind(opt(|m| m.context.clone()))
+            .bind(col(|m| index_text(&m.content)))
+            .bind(col(|m| index_text(m.context.as_deref().unwrap_or(""))))
+            .bind(chunk.iter().map(search_len).collect::<Vec<i32>>())
+            .execute(&mut *conn)
+            .await?
+            .rows_affected();
+    }
+    Ok(inserted)
 }
 
 /// Writes the fields an edit or consolidation may change, bumping the version. With
@@ -190,7 +271,7 @@ pub(crate) async fn write_back(
         ", $11), 'A') || setweight(to_tsvector(",
         ts_config!(),
         ", $12), 'D'),
-             version = version + 1, author = $13
+             search_len = $15, version = version + 1, author = $13
          where team = $1 and id = $2 and ($14::bigint is null or version = $14)"
     );
     let n = sqlx::query(sql)
@@ -208,6 +289,7 @@ pub(crate) async fn write_back(
         .bind(index_text(m.context.as_deref().unwrap_or("")))
         .bind(author)
         .bind(expected)
+        .bind(search_len(m))
         .execute(conn)
         .await?
         .rows_affected();

@@ -1,6 +1,7 @@
-//! Retrieval and consolidation of [`PgMemory`]: the server finds lexical candidates with
-//! `tsvector` search; scoring, ranking and the consolidation decisions are the memory
-//! crate's (`MemoryRetriever::rank_channels`, `MemoryConsolidator::decide`).
+//! Retrieval and consolidation of [`PgMemory`]: lexical candidates are ranked by BM25 from
+//! the postings table (`postings.rs`, as FTS5 ranks them); scoring, ranking and the
+//! consolidation decisions are the memory crate's (`MemoryRetriever::rank_channels`,
+//! `MemoryConsolidator::decide`).
 //!
 //! Vectors: pgvector is not available everywhere (Debian 12 does not ship it), so vectors are
 //! `real[]` and the client re-ranks the lexical candidates with their cosine. Unlike SQLite,
@@ -15,20 +16,11 @@ use alembic_memory::{
 };
 use sqlx::{PgConnection, Row};
 
-use super::rows::{self, columns, ts_config};
+use super::postings::{Postings, Weights, pages};
+use super::rows::{self, columns};
 use super::{PgMemory, Who};
 use crate::error::TeamError;
-
-/// A `to_tsquery` text: the OR of the quoted terms (so user text never becomes query
-/// syntax), each restricted to `weight` (A: content only) when given.
-fn ts_query(terms: &[String], weight: Option<char>) -> String {
-    let suffix = weight.map(|w| format!(":{w}")).unwrap_or_default();
-    terms
-        .iter()
-        .map(|t| format!("'{}'{suffix}", t.replace('\\', "\\\\").replace('\'', "''")))
-        .collect::<Vec<_>>()
-        .join(" | ")
-}
+use crate::tx::begin_team;
 
 /// A lexical candidate: seq, rank, updated, importance, vector model, vector.
 type LexRow = (i64, f64, i64, f64, Option<String>, Option<Vec<f32>>);
@@ -51,7 +43,7 @@ pub(super) fn retrieve(
     let seqs: Vec<i64> = candidates.iter().map(|c| c.seq).collect();
     let touch = options.touch;
     let mut loaded = pm.run(move |who, pool| async move {
-        let mut conn = pool.acquire().await?;
+        let mut conn = begin_team(&pool, &who.team).await?;
         let found = load_by_seq(&mut conn, &who.team, &seqs).await?;
         if touch && !found.is_empty() {
             let ids: Vec<String> = found.values().map(|m| m.id.clone()).collect();
@@ -65,6 +57,7 @@ pub(super) fn retrieve(
             .execute(&mut *conn)
             .await?;
         }
+        conn.commit().await?;
         Ok(found)
     })?;
     Ok(candidates
@@ -79,45 +72,21 @@ pub(super) fn retrieve(
         .collect())
 }
 
-/// BM25 of every active match as SQLite's FTS5 computes it (k1 1.2, b 0.75, idf floored at
-/// 1e-6, a hit in the context counting `context_weight`, N and the average length over the
-/// team's rows), the best `candidate_pool` first, with their vectors.
-const BM25: &str = concat!(
-    "with q as (select distinct lexeme from unnest(to_tsvector(",
-    ts_config!(),
-    ", $2))),
-     corpus as (select rows::float8 as total,
-                       greatest(total_len::float8 / greatest(rows, 1), 1.0) as avgdl
-                from team_memory_stats where team = $1),
-     idf as (select q.lexeme, greatest(ln((corpus.total - d.n + 0.5) / (d.n + 0.5)), 1e-6) as idf
-             from q cross join corpus
-             cross join lateral (select count(*)::float8 as n from team_memories t
-                                 where t.team = $1
-                                   and t.search @@ plainto_tsquery('simple', q.lexeme)) d),
-     cand as (select m.seq, m.search, m.search_len, m.updated, m.importance, m.vector_model,
-                     m.vector
-              from team_memories m, to_tsquery(",
-    ts_config!(),
-    ", $3) tq
-              where m.team = $1 and m.search @@ tq
-                and ($5::text is null or m.scope = $5) and ($6::text is null or m.type = $6)
-                and m.valid_to is null and m.archived_at is null
-                and (m.expires_at is null or m.expires_at > $7) and m.last_accessed >= $8),
-     scored as (select c.seq,
-                       sum(i.idf * (t.tf * 2.2)
-                           / (t.tf + 1.2 * (0.25 + 0.75 * c.search_len / corpus.avgdl))) as score
-                from cand c cross join corpus
-                cross join lateral (
-                    select u.lexeme,
-                           sum(case when w = 'A' then 1.0::float8 else $4 end) as tf
-                    from unnest(c.search) u, unnest(u.weights) w group by u.lexeme) t
-                join idf i on i.lexeme = t.lexeme
-                group by c.seq)
-     select c.seq, s.score, c.updated, c.importance, c.vector_model, c.vector
-     from scored s join cand c on c.seq = s.seq
-     order by s.score desc, c.seq asc limit $9"
-);
+/// The retrievable rows among `$2` (seqs), with what ranking needs: not superseded, not
+/// archived, unexpired, accessed since the archive cut-off, of the asked scope and type.
+/// Vectors are read only when `$7` (an embedder will compare them).
+const ACTIVE_PAGE: &str = "select seq, updated, importance,
+            case when $7 then vector_model end, case when $7 then vector end
+     from team_memories
+     where team = $1 and seq = any($2)
+       and ($3::text is null or scope = $3) and ($4::text is null or type = $4)
+       and valid_to is null and archived_at is null
+       and (expires_at is null or expires_at > $5) and last_accessed >= $6";
 
+/// The best `candidate_pool` retrievable matches by BM25 (as FTS5 ranks them), with their
+/// vectors when an embedder will re-rank them. Matches are ranked from their postings, then
+/// read a page (twice the pool, as the SQLite ranker's first page) at a time in rank order
+/// until the pool is full, so the result is the same as filtering every match.
 fn lexical(
     pm: &PgMemory,
     terms: &[String],
@@ -130,35 +99,57 @@ fn lexical(
         options.scope.map(|s| s.as_str()),
         options.kind.map(|k| k.as_str()),
     );
-    let (text, tsq) = (terms.join(" "), ts_query(terms, None));
+    let text = terms.join(" ");
+    let with_vectors = pm.embedder.is_some();
+    let want = config.candidate_pool.max(1);
     pm.run(move |who, pool| async move {
-        // planned with its arguments every time: a generic plan of this query (which sqlx's
-        // cached statements get after five runs) is two orders of magnitude slower
-        let rows = sqlx::query(BM25)
-            .persistent(false)
-            .bind(&who.team)
-            .bind(&text)
-            .bind(&tsq)
-            .bind(config.context_weight)
-            .bind(scope)
-            .bind(kind)
-            .bind(now)
-            .bind(cutoff)
-            .bind(config.candidate_pool.max(1) as i64)
-            .fetch_all(&pool)
-            .await?;
-        rows.iter().map(lex_row).collect()
+        let mut conn = begin_team(&pool, &who.team).await?;
+        let postings = Postings::fetch(&mut conn, &who.team, &text).await?;
+        let ranked = postings.bm25(Weights::ContentAndContext(config.context_weight));
+        let score: HashMap<i64, f64> = ranked.iter().copied().collect();
+        let mut kept = Vec::with_capacity(want);
+        for seqs in pages(&ranked, want * 2) {
+            let rows = sqlx::query(ACTIVE_PAGE)
+                .bind(&who.team)
+                .bind(&seqs)
+                .bind(scope)
+                .bind(kind)
+                .bind(now)
+                .bind(cutoff)
+                .bind(with_vectors)
+                .fetch_all(&mut *conn)
+                .await?;
+            let mut found: HashMap<i64, LexRow> = rows
+                .iter()
+                .map(|r| lex_row(r, &score))
+                .collect::<Result<_, _>>()?;
+            kept.extend(seqs.iter().filter_map(|s| found.remove(s)));
+            if kept.len() >= want {
+                break;
+            }
+        }
+        kept.truncate(want);
+        conn.commit().await?;
+        Ok(kept)
     })
 }
 
-fn lex_row(r: &sqlx::postgres::PgRow) -> Result<LexRow, TeamError> {
+fn lex_row(
+    r: &sqlx::postgres::PgRow,
+    score: &HashMap<i64, f64>,
+) -> Result<(i64, LexRow), TeamError> {
+    let seq: i64 = r.try_get(0)?;
+    let bm25 = score.get(&seq).copied().unwrap_or(0.0);
     Ok((
-        r.try_get(0)?,
-        r.try_get(1)?,
-        r.try_get(2)?,
-        r.try_get(3)?,
-        r.try_get(4)?,
-        r.try_get(5)?,
+        seq,
+        (
+            seq,
+            bm25,
+            r.try_get(1)?,
+            r.try_get(2)?,
+            r.try_get(3)?,
+            r.try_get(4)?,
+        ),
     ))
 }
 
@@ -228,7 +219,7 @@ pub(super) fn consolidate(
     let model = pm.embedder.as_ref().map(|e| e.model_id().to_string());
     let keep = pm.config.max_per_scope.saturating_sub(1);
     let outcomes = pm.run(move |who, pool| async move {
-        let mut tx = pool.begin().await?;
+        let mut tx = begin_team(&pool, &who.team).await?;
         rows::lock_team(&mut tx, &who.team).await?;
         let mut vectors = vectors.into_iter();
         let mut outcomes = Vec::new();
@@ -254,7 +245,7 @@ pub(super) fn consolidate(
 }
 
 /// Current, unexpired memories of the candidate's team, scope and type whose content shares
-/// words with it, best match first (the SQLite consolidator's pool).
+/// words with it, best BM25 match on the content first (the SQLite consolidator's pool).
 async fn comparison_pool(
     conn: &mut PgConnection,
     team: &str,
@@ -266,26 +257,37 @@ async fn comparison_pool(
     if terms.is_empty() {
         return Ok(Vec::new());
     }
+    let postings = Postings::fetch(&mut *conn, team, &terms.join(" ")).await?;
+    let ranked = postings.bm25(Weights::ContentOnly);
+    let want = consolidator.config().pool.max(1);
     let sql = concat!(
         "select ",
         columns!(),
-        " from team_memories, to_tsquery(",
-        ts_config!(),
-        ", $2) q
-         where team = $1 and search @@ q and scope = $3 and type = $4
-           and valid_to is null and (expires_at is null or expires_at > $5)
-         order by ts_rank(search, q) desc, seq asc limit $6"
+        ", seq from team_memories
+         where team = $1 and seq = any($2) and scope = $3 and type = $4
+           and valid_to is null and (expires_at is null or expires_at > $5)"
     );
-    let rows = sqlx::query(sql)
-        .bind(team)
-        .bind(ts_query(&terms, Some('A')))
-        .bind(candidate.scope.as_str())
-        .bind(candidate.kind.as_str())
-        .bind(now)
-        .bind(consolidator.config().pool as i64)
-        .fetch_all(conn)
-        .await?;
-    rows.iter().map(rows::decode).collect()
+    let mut kept = Vec::with_capacity(want);
+    for seqs in pages(&ranked, want * 2) {
+        let rows = sqlx::query(sql)
+            .bind(team)
+            .bind(&seqs)
+            .bind(candidate.scope.as_str())
+            .bind(candidate.kind.as_str())
+            .bind(now)
+            .fetch_all(&mut *conn)
+            .await?;
+        let mut found: HashMap<i64, Memory> = rows
+            .iter()
+            .map(|r| Ok((r.try_get(19)?, rows::decode(r)?)))
+            .collect::<Result<_, TeamError>>()?;
+        kept.extend(seqs.iter().filter_map(|s| found.remove(s)));
+        if kept.len() >= want {
+            break;
+        }
+    }
+    kept.truncate(want);
+    Ok(kept)
 }
 
 /// Writes one decision; a replacing or added memory takes the candidate's vector.
@@ -337,27 +339,11 @@ fn embed_merged(pm: &PgMemory, outcomes: &[Outcome]) -> Result<(), MemoryError> 
     let ids: Vec<String> = merged.into_iter().map(|m| m.id).collect();
     let model = embedder.model_id().to_string();
     pm.run(move |who, pool| async move {
-        let mut conn = pool.acquire().await?;
+        let mut conn = begin_team(&pool, &who.team).await?;
         for (id, v) in ids.iter().zip(&vectors) {
             rows::put_vector(&mut conn, &who.team, id, &model, Some(v)).await?;
         }
+        conn.commit().await?;
         Ok(())
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use pretty_assertions::assert_eq;
-
-    #[test]
-    fn ts_queries_quote_every_term() {
-        let terms = vec![
-            "payment".to_string(),
-            "o'brien".to_string(),
-            "支付".to_string(),
-        ];
-        assert_eq!(ts_query(&terms, None), "'payment' | 'o''brien' | '支付'");
-        assert_eq!(ts_query(&terms[..1], Some('A')), "'payment':A");
-    }
 }

@@ -3,6 +3,8 @@
 
 mod contract;
 mod knowledge;
+mod ranking;
+mod row_security;
 mod team;
 mod tools;
 

@@ -248,3 +248,41 @@ fn checkout_without_team(dir: &std::path::Path) -> (Arc<Pipeline>, Arc<MemorySer
         .build();
     (pipeline, memory)
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_team_memory_never_pushed_is_consolidated_with_not_duplicated_or_lost() {
+    let team = fresh_team("unpushed");
+    let dir = tempfile::tempdir().unwrap();
+    let (_, before) = checkout_without_team(dir.path());
+    before
+        .with_store(|m| {
+            m.add(
+                NewMemory::fact("Hotfixes go through the release captain").with_scope(Scope::Team),
+            )?;
+            Ok(())
+        })
+        .unwrap();
+    drop(before);
+    let (p, memory) = checkout(dir.path(), TeamConfig::new(pg_url(), team, "ana"));
+    // the same fact again, with scope team: it updates the local one, now on the server
+    let remembered = call(
+        &p,
+        "memory_remember",
+        json!({"content": "Hotfixes go through the release captain", "scope": "team"}),
+    )
+    .await;
+    assert_eq!(remembered.status, OutcomeStatus::Ok, "{remembered:?}");
+    assert_eq!(remembered.output.unwrap().data["action"], json!("updated"));
+    let on_server = memory
+        .read_team(|t| t.export())
+        .unwrap()
+        .unwrap()
+        .into_iter()
+        .map(|m| m.content)
+        .collect::<Vec<_>>();
+    assert_eq!(on_server, ["Hotfixes go through the release captain"]);
+    let local = memory.read(|m| m.export()).unwrap().unwrap();
+    assert_eq!(local, [], "moved to the server, not copied");
+    let status = call(&p, "team_status", json!({})).await;
+    assert_eq!(status.output.unwrap().data["waitingToPush"], json!(0));
+}

@@ -14,7 +14,9 @@ use std::path::PathBuf;
 
 use alembic_runtime::ProjectRuntime;
 use alembic_runtime::memory::tools::MemoryService;
-use alembic_runtime::memory::{ListFilter, Memory, RetrieveOptions, Scope, ScoredMemory};
+use alembic_runtime::memory::{
+    ListFilter, Located, Memory, Origin, RetrieveOptions, Scope, ScoredMemory,
+};
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use serde_json::json;
@@ -208,28 +210,31 @@ fn search(a: SearchArgs) -> CmdResult {
     };
     let rt = runtime(&a.project, false)?;
     // Retrieval compares vectors, so it runs with the embedder.
-    let hits = rt
-        .services()
-        .memory
-        .with_store(|m| m.retrieve(&a.query, &options))?;
+    let found = rt.services().memory.recall(&a.query, &options)?;
+    warn_team(found.team_error.as_deref());
+    let hits = &found.items;
     if a.json {
-        let results: Vec<serde_json::Value> =
-            hits.iter().map(|h| scored_json(h, a.explain)).collect();
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&json!({ "results": results }))?
-        );
+        let results: Vec<serde_json::Value> = hits
+            .iter()
+            .map(|h| scored_json(&h.item, h.store, a.explain))
+            .collect();
+        let mut out = json!({ "results": results });
+        if let Some(e) = &found.team_error {
+            out["teamError"] = json!(e);
+        }
+        println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(Exit::Ok);
     }
     if hits.is_empty() {
         println!("no relevant memories");
     }
-    for (i, h) in hits.iter().enumerate() {
+    for (i, Located { item: h, store }) in hits.iter().enumerate() {
         println!(
-            "{:>2}. {} [{}] score {:.3}  {}",
+            "{:>2}. {} [{}{}] score {:.3}  {}",
             i + 1,
             h.memory.id,
             h.memory.kind,
+            team_mark(*store),
             h.score,
             h.memory.content
         );
@@ -252,12 +257,27 @@ fn search(a: SearchArgs) -> CmdResult {
     Ok(Exit::Ok)
 }
 
-fn scored_json(h: &ScoredMemory, explain: bool) -> serde_json::Value {
+/// " team" for a memory from the team store (local ones carry no mark).
+fn team_mark(store: Origin) -> &'static str {
+    match store {
+        Origin::Team => " team",
+        Origin::Local => "",
+    }
+}
+
+/// Says on stderr that the team's memories are missing from what is shown, and why.
+fn warn_team(error: Option<&str>) {
+    if let Some(e) = error {
+        eprintln!("warning: team memories unavailable: {e}");
+    }
+}
+
+fn scored_json(h: &ScoredMemory, store: Origin, explain: bool) -> serde_json::Value {
     let m = &h.memory;
     let mut v = json!({
         "id": m.id, "content": m.content, "type": m.kind, "score": h.score,
         "scope": m.scope, "source": m.source, "importance": m.importance,
-        "access_count": m.access_count, "updated": iso(m.updated),
+        "access_count": m.access_count, "updated": iso(m.updated), "store": store,
     });
     if explain {
         v["explain"] = json!(h.parts);
@@ -303,18 +323,31 @@ fn list(a: ListArgs) -> CmdResult {
         limit: a.limit,
         ..Default::default()
     };
-    let memories = read(&a.project, |m| m.list(&filter))?;
+    let rt = runtime(&a.project, false)?;
+    let found = rt.services().memory.list_everywhere(&filter)?;
+    warn_team(found.team_error.as_deref());
     if a.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&json!({ "memories": memories }))?
-        );
-    } else if memories.is_empty() {
+        let mut out = json!({ "memories": found.items });
+        if let Some(e) = &found.team_error {
+            out["teamError"] = json!(e);
+        }
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else if found.items.is_empty() {
         println!("no memories");
     } else {
-        memories.iter().for_each(|m| println!("{}", line(m)));
+        for m in &found.items {
+            println!("{}", located_line(m));
+        }
     }
     Ok(Exit::Ok)
+}
+
+/// A listed memory's line, with the store when it is the team's.
+fn located_line(m: &Located<Memory>) -> String {
+    match m.store {
+        Origin::Team => format!("{} (team store)", line(&m.item)),
+        Origin::Local => line(&m.item),
+    }
 }
 
 fn show(a: ShowArgs) -> CmdResult {

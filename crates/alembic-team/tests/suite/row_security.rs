@@ -1,0 +1,106 @@
+//! Row-level security on the team memory tables (schema step 4): a role that is not a
+//! superuser (superusers bypass it) sees only the team its transaction names, even in a
+//! query without a team filter, and the team store works through it unchanged.
+
+use std::sync::Arc;
+
+use alembic_memory::{MemoryBackend, MemoryConfig, NewMemory, RetrieveOptions};
+use alembic_team::tx::begin_team;
+use alembic_team::{PgClient, PgMemory, TeamConfig};
+use pretty_assertions::assert_eq;
+
+use super::{T0, fresh_database, fresh_team};
+
+/// A login role without superuser rights, allowed to use the tables of the database at
+/// `url` (and `create` on the schema: opening a store runs `create table if not exists` for
+/// the migrations table); returns the URL that connects as it.
+fn plain_role(url: &str) -> String {
+    let role = fresh_team("rls").replace('-', "_");
+    let admin = PgClient::connect(&TeamConfig::new(url, "admin", "test")).unwrap();
+    let sql = format!(
+        "create role {role} login;
+         grant usage, create on schema public to {role};
+         grant select, insert, update, delete on all tables in schema public to {role};
+         grant usage on all sequences in schema public to {role};"
+    );
+    admin
+        .run(move |pool| async move {
+            sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
+                .execute(&pool)
+                .await?;
+            Ok(())
+        })
+        .unwrap();
+    url.replacen("alembic@", &format!("{role}@"), 1)
+}
+
+fn open(url: &str, team: &str) -> PgMemory {
+    let clock = alembic_memory::ManualClock::new(T0);
+    PgMemory::open(
+        &TeamConfig::new(url, team, "ana"),
+        MemoryConfig::default(),
+        Arc::new(clock),
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_query_without_the_team_filter_still_sees_only_its_team() {
+    let url = fresh_database();
+    open(&url, "red")
+        .add(NewMemory::fact("Red deploys on Mondays"))
+        .unwrap();
+    open(&url, "blue")
+        .add(NewMemory::fact("Blue deploys on Fridays"))
+        .unwrap();
+    let role_url = plain_role(&url);
+
+    // the team store works as the plain role: every statement runs inside begin_team
+    let mut red = open(&role_url, "red");
+    red.add(NewMemory::fact("Red freezes deploys in December"))
+        .unwrap();
+    let hits = red
+        .retrieve("deploys", &RetrieveOptions::default())
+        .unwrap();
+    let mut contents: Vec<String> = hits.into_iter().map(|h| h.memory.content).collect();
+    contents.sort();
+    assert_eq!(
+        contents,
+        ["Red deploys on Mondays", "Red freezes deploys in December"]
+    );
+
+    let client = PgClient::connect(&TeamConfig::new(role_url, "red", "ana")).unwrap();
+    let (scoped, unscoped, foreign_insert) = client
+        .run(|pool| async move {
+            let mut tx = begin_team(&pool, "red").await?;
+            let scoped: Vec<(String, String)> =
+                sqlx::query_as("select team, content from team_memories order by content")
+                    .fetch_all(&mut *tx)
+                    .await?;
+            let foreign = sqlx::query(
+                "insert into team_memory_stats (team, rows, total_len) values ('blue', 0, 0)",
+            )
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| e.to_string());
+            tx.rollback().await?;
+            let unscoped: i64 = sqlx::query_scalar("select count(*) from team_memories")
+                .fetch_one(&pool)
+                .await?;
+            Ok((scoped, unscoped, foreign))
+        })
+        .unwrap();
+    assert_eq!(
+        scoped,
+        [
+            ("red".to_string(), "Red deploys on Mondays".to_string()),
+            (
+                "red".to_string(),
+                "Red freezes deploys in December".to_string()
+            ),
+        ]
+    );
+    assert_eq!(unscoped, 0, "no team named: no rows");
+    let err = foreign_insert.unwrap_err();
+    assert!(err.contains("row-level security"), "{err}");
+}
