@@ -116,9 +116,10 @@ pub const KNOWLEDGE_COMPONENT: &str = "team_knowledge";
 /// `tsvector` of the same index text as SQLite's (`alembic_knowledge::text`, CJK split into
 /// unigrams and bigrams), English stemming as porter; `search_len` (kept by a trigger) feeds
 /// BM25 computed as FTS5 does.
-pub const KNOWLEDGE_MIGRATIONS: &[PgMigration] = &[PgMigration {
-    version: 1,
-    sql: r#"
+pub const KNOWLEDGE_MIGRATIONS: &[PgMigration] = &[
+    PgMigration {
+        version: 1,
+        sql: r#"
 create table team_knowledge_entries (
     seq bigserial primary key,
     team text not null,
@@ -254,7 +255,12 @@ create table team_guard_overrides (
     author text not null
 );
 "#,
-}];
+    },
+    PgMigration {
+        version: 2,
+        sql: KNOWLEDGE_ROW_SECURITY,
+    },
+];
 
 /// Brings `component` up to the last of `steps`; returns the version now applied.
 pub async fn migrate(
@@ -303,3 +309,37 @@ pub async fn migrate(
     tx.commit().await?;
     Ok(known)
 }
+
+/// Knowledge step 2: row-level security, as the memory tables' step 4. Every statement of
+/// `PgKnowledge` filters by team inside `tx::begin_team`; these policies make the server
+/// enforce the same for the team the transaction names (FORCE: the tables' owner too).
+const KNOWLEDGE_ROW_SECURITY: &str = r#"
+alter table team_knowledge_entries enable row level security;
+alter table team_knowledge_entries force row level security;
+create policy team_knowledge_entries_own_team on team_knowledge_entries
+    using (team = current_setting('alembic.team', true));
+alter table team_knowledge_history enable row level security;
+alter table team_knowledge_history force row level security;
+create policy team_knowledge_history_own_team on team_knowledge_history
+    using (team = current_setting('alembic.team', true));
+alter table team_knowledge_edges enable row level security;
+alter table team_knowledge_edges force row level security;
+create policy team_knowledge_edges_own_team on team_knowledge_edges
+    using (team = current_setting('alembic.team', true));
+alter table team_evolution_proposals enable row level security;
+alter table team_evolution_proposals force row level security;
+create policy team_evolution_proposals_own_team on team_evolution_proposals
+    using (team = current_setting('alembic.team', true));
+alter table team_guard_runs enable row level security;
+alter table team_guard_runs force row level security;
+create policy team_guard_runs_own_team on team_guard_runs
+    using (team = current_setting('alembic.team', true));
+alter table team_guard_violations enable row level security;
+alter table team_guard_violations force row level security;
+create policy team_guard_violations_own_team on team_guard_violations
+    using (team = current_setting('alembic.team', true));
+alter table team_guard_overrides enable row level security;
+alter table team_guard_overrides force row level security;
+create policy team_guard_overrides_own_team on team_guard_overrides
+    using (team = current_setting('alembic.team', true));
+"#;

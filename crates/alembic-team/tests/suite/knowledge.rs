@@ -293,7 +293,13 @@ fn the_knowledge_schema_is_versioned_on_the_server() {
             .await?)
         })
         .unwrap();
-    assert_eq!(versions, [("team_knowledge".to_string(), 1)]);
+    assert_eq!(
+        versions,
+        [
+            ("team_knowledge".to_string(), 1),
+            ("team_knowledge".to_string(), 2)
+        ]
+    );
     admin
         .run(|pool| async move {
             sqlx::query(
@@ -306,7 +312,7 @@ fn the_knowledge_schema_is_versioned_on_the_server() {
         .unwrap();
     let err = open().unwrap_err().to_string();
     assert!(
-        err.contains("team_knowledge schema version 7, newer than this build knows (1)"),
+        err.contains("team_knowledge schema version 7, newer than this build knows (2)"),
         "{err}"
     );
 }

@@ -1,12 +1,15 @@
-//! Row-level security on the team memory tables (schema step 4): a role that is not a
+//! Row-level security on the team memory tables (schema step 4) and the team knowledge
+//! tables (knowledge step 2): a role that is not a
 //! superuser (superusers bypass it) sees only the team its transaction names, even in a
 //! query without a team filter, and the team store works through it unchanged.
 
 use std::sync::Arc;
 
+use alembic_knowledge::contract::candidate;
+use alembic_knowledge::{Filter, KnowledgeBackend, NewEntry, Status};
 use alembic_memory::{MemoryBackend, MemoryConfig, NewMemory, RetrieveOptions};
 use alembic_team::tx::begin_team;
-use alembic_team::{PgClient, PgMemory, TeamConfig};
+use alembic_team::{PgClient, PgKnowledge, PgMemory, TeamConfig};
 use pretty_assertions::assert_eq;
 
 use super::{T0, fresh_database, fresh_team};
@@ -100,6 +103,67 @@ fn a_query_without_the_team_filter_still_sees_only_its_team() {
             ),
         ]
     );
+    assert_eq!(unscoped, 0, "no team named: no rows");
+    let err = foreign_insert.unwrap_err();
+    assert!(err.contains("row-level security"), "{err}");
+}
+
+fn knowledge(url: &str, team: &str) -> PgKnowledge {
+    let clock = alembic_memory::ManualClock::new(T0);
+    PgKnowledge::open(&TeamConfig::new(url, team, "ana"), Arc::new(clock)).unwrap()
+}
+
+fn recipe(title: &str) -> NewEntry {
+    candidate(title, &format!("{title}: run the blue pipeline"))
+}
+
+#[test]
+fn knowledge_rows_are_guarded_by_the_server_too() {
+    let url = fresh_database();
+    knowledge(&url, "red")
+        .create(&recipe("Red release"), Status::Submitted, "ana", None)
+        .unwrap();
+    knowledge(&url, "blue")
+        .create(&recipe("Blue release"), Status::Submitted, "bo", None)
+        .unwrap();
+    let role_url = plain_role(&url);
+
+    // the knowledge store works as the plain role
+    let mut red = knowledge(&role_url, "red");
+    red.create(&recipe("Red hotfix"), Status::Submitted, "ana", None)
+        .unwrap();
+    let mut titles: Vec<String> = red
+        .search("blue pipeline", &Filter::default())
+        .unwrap()
+        .into_iter()
+        .map(|h| h.entry.title)
+        .collect();
+    titles.sort();
+    assert_eq!(titles, ["Red hotfix", "Red release"]);
+
+    let client = PgClient::connect(&TeamConfig::new(role_url, "red", "ana")).unwrap();
+    let (scoped, unscoped, foreign_insert) = client
+        .run(|pool| async move {
+            let mut tx = begin_team(&pool, "red").await?;
+            let scoped: Vec<String> =
+                sqlx::query_scalar("select distinct team from team_knowledge_entries order by 1")
+                    .fetch_all(&mut *tx)
+                    .await?;
+            let foreign = sqlx::query(
+                "insert into team_guard_overrides (team, rules, updated_by, updated_at, author) \
+                 values ('blue', '', 'x', 0, 'x')",
+            )
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| e.to_string());
+            tx.rollback().await?;
+            let unscoped: i64 = sqlx::query_scalar("select count(*) from team_knowledge_entries")
+                .fetch_one(&pool)
+                .await?;
+            Ok((scoped, unscoped, foreign))
+        })
+        .unwrap();
+    assert_eq!(scoped, ["red"]);
     assert_eq!(unscoped, 0, "no team named: no rows");
     let err = foreign_insert.unwrap_err();
     assert!(err.contains("row-level security"), "{err}");
