@@ -314,32 +314,17 @@ pub async fn migrate(
 /// `PgKnowledge` filters by team inside `tx::begin_team`; these policies make the server
 /// enforce the same for the team the transaction names (FORCE: the tables' owner too).
 const KNOWLEDGE_ROW_SECURITY: &str = r#"
-alter table team_knowledge_entries enable row level security;
-alter table team_knowledge_entries force row level security;
-create policy team_knowledge_entries_own_team on team_knowledge_entries
-    using (team = current_setting('alembic.team', true));
-alter table team_knowledge_history enable row level security;
-alter table team_knowledge_history force row level security;
-create policy team_knowledge_history_own_team on team_knowledge_history
-    using (team = current_setting('alembic.team', true));
-alter table team_knowledge_edges enable row level security;
-alter table team_knowledge_edges force row level security;
-create policy team_knowledge_edges_own_team on team_knowledge_edges
-    using (team = current_setting('alembic.team', true));
-alter table team_evolution_proposals enable row level security;
-alter table team_evolution_proposals force row level security;
-create policy team_evolution_proposals_own_team on team_evolution_proposals
-    using (team = current_setting('alembic.team', true));
-alter table team_guard_runs enable row level security;
-alter table team_guard_runs force row level security;
-create policy team_guard_runs_own_team on team_guard_runs
-    using (team = current_setting('alembic.team', true));
-alter table team_guard_violations enable row level security;
-alter table team_guard_violations force row level security;
-create policy team_guard_violations_own_team on team_guard_violations
-    using (team = current_setting('alembic.team', true));
-alter table team_guard_overrides enable row level security;
-alter table team_guard_overrides force row level security;
-create policy team_guard_overrides_own_team on team_guard_overrides
-    using (team = current_setting('alembic.team', true));
+do $$
+declare t text;
+begin
+    foreach t in array array['team_knowledge_entries', 'team_knowledge_history',
+        'team_knowledge_edges', 'team_evolution_proposals', 'team_guard_runs',
+        'team_guard_violations', 'team_guard_overrides'] loop
+        execute format('alter table %I enable row level security', t);
+        execute format('alter table %I force row level security', t);
+        execute format(
+            'create policy %I on %I using (team = current_setting(''alembic.team'', true))',
+            t || '_own_team', t);
+    end loop;
+end $$;
 "#;
