@@ -274,16 +274,24 @@ pub async fn migrate(
     sqlx::query("select pg_advisory_xact_lock(hashtext('alembic_schema_migrations'))")
         .execute(&mut *tx)
         .await?;
-    sqlx::raw_sql(
-        "create table if not exists alembic_schema_migrations (
+    // only create the table when it is missing: `create table if not exists` needs CREATE on
+    // the schema even when the table exists, which a role that only uses the stores lacks
+    let missing: bool =
+        sqlx::query_scalar("select to_regclass('alembic_schema_migrations') is null")
+            .fetch_one(&mut *tx)
+            .await?;
+    if missing {
+        sqlx::raw_sql(
+            "create table if not exists alembic_schema_migrations (
              component text not null,
              version bigint not null,
              applied_at timestamptz not null default now(),
              primary key (component, version)
          )",
-    )
-    .execute(&mut *tx)
-    .await?;
+        )
+        .execute(&mut *tx)
+        .await?;
+    }
     let found: i64 = sqlx::query_scalar(
         "select coalesce(max(version), 0) from alembic_schema_migrations where component = $1",
     )

@@ -15,14 +15,15 @@ use pretty_assertions::assert_eq;
 use super::{T0, fresh_database, fresh_team};
 
 /// A login role without superuser rights, allowed to use the tables of the database at
-/// `url` (and `create` on the schema: opening a store runs `create table if not exists` for
-/// the migrations table); returns the URL that connects as it.
+/// `url`, without CREATE on the schema (a store that is up to date needs none); returns the
+/// URL that connects as it.
 fn plain_role(url: &str) -> String {
     let role = fresh_team("rls").replace('-', "_");
     let admin = PgClient::connect(&TeamConfig::new(url, "admin", "test")).unwrap();
     let sql = format!(
         "create role {role} login;
-         grant usage, create on schema public to {role};
+         revoke create on schema public from public;
+         grant usage on schema public to {role};
          grant select, insert, update, delete on all tables in schema public to {role};
          grant usage on all sequences in schema public to {role};"
     );
