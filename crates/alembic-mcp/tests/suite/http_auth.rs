@@ -58,7 +58,15 @@ fn init_body() -> Value {
 async fn error_of(resp: reqwest::Response) -> (u16, String, reqwest::header::HeaderMap) {
     let status = resp.status().as_u16();
     let headers = resp.headers().clone();
-    let body: Value = serde_json::from_slice(&resp.bytes().await.unwrap()).unwrap();
+    let bytes = resp.bytes().await.unwrap();
+    // a body that is not JSON names what came instead (one CI run saw a refusal that was not
+    // the guard's JSON; this shows what it was when it happens again)
+    let body: Value = serde_json::from_slice(&bytes).unwrap_or_else(|e| {
+        panic!(
+            "status {status}: the body is not JSON ({e}): {:?}; headers {headers:?}",
+            String::from_utf8_lossy(&bytes)
+        )
+    });
     (
         status,
         body["error"]["message"].as_str().unwrap().to_string(),
