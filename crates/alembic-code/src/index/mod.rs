@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use alembic_safety::PathGuard;
 use alembic_store::StoreError;
-use alembic_store::rusqlite::{self, Connection, params};
+use alembic_store::rusqlite::{self, Connection, TransactionBehavior, params};
 use serde::Serialize;
 
 use crate::graph::ProjectGraph;
@@ -230,7 +230,11 @@ impl CodeIndex {
             )
             .ok();
         if version.as_deref() != Some(SUMMARY_VERSION) {
-            let tx = self.conn.transaction()?;
+            // immediate: take the write lock before the first read, so a writer that commits
+            // in between cannot turn this transaction's first write into SQLITE_BUSY_SNAPSHOT
+            let tx = self
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)?;
             rows::delete_all(&tx)?;
             tx.execute(
                 "insert or replace into code_index_meta (key, value) values ('summary_version', ?1)",

@@ -11,7 +11,7 @@ use std::sync::mpsc::sync_channel;
 use std::time::Instant;
 
 use alembic_safety::PathGuard;
-use alembic_store::rusqlite::{OptionalExtension, Transaction};
+use alembic_store::rusqlite::{OptionalExtension, Transaction, TransactionBehavior};
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
@@ -136,7 +136,11 @@ impl CodeIndex {
             max_file_bytes: self.max_file_bytes,
             force,
         };
-        let tx = self.conn.transaction()?;
+        // immediate: take the write lock before the first read, so a writer that commits
+        // in between cannot turn this transaction's first write into SQLITE_BUSY_SNAPSHOT
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
         if force {
             rows::delete_all(&tx)?;
         }
