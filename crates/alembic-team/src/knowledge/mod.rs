@@ -124,8 +124,7 @@ impl PgKnowledge {
         F: FnOnce(Who, PgPool) -> Fut + Send + 'static,
         Fut: Future<Output = Result<T, TeamError>> + Send + 'static,
     {
-        let who = self.who.clone();
-        Ok(self.client.run(move |pool| f(who, pool))?)
+        self.client.run_as(&self.who, f)
     }
 
     fn now(&self) -> i64 {
