@@ -75,9 +75,16 @@ fn init_pushes_local_knowledge_once_and_both_checkouts_review_on_the_team_store(
     assert_eq!(init["knowledge"]["entries"], json!(1), "{init}");
     assert_eq!(init["schema"]["knowledge"]["entries"], json!(0), "{init}");
     assert!(init["memories"].is_object(), "{init}");
+    assert_eq!(init["knowledge"]["removedHere"], json!(1), "{init}");
+    // moved, not copied: a's file keeps no second copy, so a rerun has nothing to move
     let again = json_of(a, &["team", "init", "--json"]);
     assert_eq!(again["knowledge"]["entries"], json!(0), "{again}");
-    assert_eq!(again["knowledge"]["alreadyThere"], json!(1), "{again}");
+    assert_eq!(again["knowledge"]["alreadyThere"], json!(0), "{again}");
+    assert_eq!(
+        again["schema"]["knowledge"]["localEntries"],
+        json!(0),
+        "{again}"
+    );
 
     // the other checkout finds the recipe, and reviews a new candidate on the team store
     let found = json_of(b, &["knowledge", "search", "backoff", "--json"]);

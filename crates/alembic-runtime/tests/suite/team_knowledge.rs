@@ -10,7 +10,7 @@ use alembic_runtime::ProjectRuntime;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-fn pg_url() -> String {
+pub(super) fn pg_url() -> String {
     std::env::var("ALEMBIC_TEST_PG_URL").unwrap_or_else(|_| {
         panic!(
             "ALEMBIC_TEST_PG_URL is not set: this test needs a PostgreSQL server; run \
@@ -19,7 +19,7 @@ fn pg_url() -> String {
     })
 }
 
-fn fresh_team(label: &str) -> String {
+pub(super) fn fresh_team(label: &str) -> String {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -27,7 +27,7 @@ fn fresh_team(label: &str) -> String {
     format!("{label}-{}-{nanos}", std::process::id())
 }
 
-fn checkout(url: &str, team: &str, author: &str) -> tempfile::TempDir {
+pub(super) fn checkout(url: &str, team: &str, author: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join(".alembic")).unwrap();
     let config = format!(
@@ -37,7 +37,7 @@ fn checkout(url: &str, team: &str, author: &str) -> tempfile::TempDir {
     dir
 }
 
-async fn ok(rt: &ProjectRuntime, tool: &str, args: Value) -> Value {
+pub(super) async fn ok(rt: &ProjectRuntime, tool: &str, args: Value) -> Value {
     let outcome = rt.call_as_cli(tool, args).await;
     assert!(outcome.is_ok(), "{tool}: {}", outcome.text_for_model());
     outcome.output.unwrap().data
@@ -166,14 +166,20 @@ async fn bootstrap_publishes_its_candidates_to_the_team_once() {
     let created = report["candidates"].as_array().unwrap().len();
     assert!(created > 0, "{report}");
     assert_eq!(report["team"]["published"], json!(created), "{report}");
-    // the local run committed them in the project database, with the same ids as the team's
-    let local: Vec<String> = rt
+    // the local run committed them in the project database, then moved them: the team holds
+    // them with the same ids and this checkout keeps no second copy
+    assert_eq!(report["team"]["removedHere"], json!(created), "{report}");
+    let local = rt
         .services()
         .knowledge
         .with_local(|kb| kb.list(&Default::default()))
+        .unwrap();
+    assert!(local.is_empty(), "{local:?}");
+    let ids: Vec<String> = report["candidates"]
+        .as_array()
         .unwrap()
-        .into_iter()
-        .map(|e| e.id)
+        .iter()
+        .map(|c| c["id"].as_str().unwrap().to_string())
         .collect();
     let other = ProjectRuntime::open(checkout(&pg_url(), &team, "bo").path()).unwrap();
     let on_team: Vec<String> = other
@@ -186,8 +192,8 @@ async fn bootstrap_publishes_its_candidates_to_the_team_once() {
         .collect();
     assert_eq!(on_team.len(), created);
     assert!(
-        on_team.iter().all(|id| local.contains(id)),
-        "{on_team:?} {local:?}"
+        on_team.iter().all(|id| ids.contains(id)),
+        "{on_team:?} {ids:?}"
     );
     // a second run publishes nothing twice
     let again = ok(&rt, "bootstrap_knowledge", json!({"force": true})).await;
