@@ -100,6 +100,14 @@ impl KnowledgeService {
         self
     }
 
+    /// Whether the team's server answers now, checked on a connection of its own (bounded by
+    /// the connect timeout) without holding the service's store, so a poller that asks
+    /// while the server is down never makes a tool call wait; `None` without a team.
+    pub fn probe_team(&self) -> Option<Result<(), String>> {
+        let team = self.team.as_ref()?;
+        Some((team.open)().map(drop))
+    }
+
     /// The team store's label when a team is configured.
     pub fn team_label(&self) -> Option<&str> {
         self.team.as_ref().map(|t| t.label.as_str())
