@@ -45,13 +45,25 @@ fn submit(dir: &std::path::Path, title: &str) -> String {
     out["output"]["data"]["id"].as_str().unwrap().to_string()
 }
 
-#[test]
-fn init_pushes_local_knowledge_once_and_both_checkouts_review_on_the_team_store() {
+/// Configures `dirs` as checkouts of one fresh team on the tests' server.
+fn join_team(dirs: &[&std::path::Path], label: &str) {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_nanos();
-    let team = format!("cli-k-{}-{nanos}", std::process::id());
+    let team = format!("{label}-{}-{nanos}", std::process::id());
+    let config = format!(
+        "[team]\nurl = \"{}\"\nteam = \"{team}\"\nauthor = \"ci\"\n",
+        pg_url()
+    );
+    for dir in dirs {
+        std::fs::create_dir_all(dir.join(".alembic")).unwrap();
+        std::fs::write(dir.join(".alembic/config.toml"), &config).unwrap();
+    }
+}
+
+#[test]
+fn init_pushes_local_knowledge_once_and_both_checkouts_review_on_the_team_store() {
     let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let (a, b) = (a.path(), b.path());
     // a recipe published in a before the team existed lives in a's project database
@@ -59,14 +71,7 @@ fn init_pushes_local_knowledge_once_and_both_checkouts_review_on_the_team_store(
     for step in ["approve", "publish"] {
         run(a, &["knowledge", step, &local]).success();
     }
-    let config = format!(
-        "[team]\nurl = \"{}\"\nteam = \"{team}\"\nauthor = \"ci\"\n",
-        pg_url()
-    );
-    for dir in [a, b] {
-        std::fs::create_dir_all(dir.join(".alembic")).unwrap();
-        std::fs::write(dir.join(".alembic/config.toml"), &config).unwrap();
-    }
+    join_team(&[a, b], "cli-k");
     let status = json_of(a, &["team", "status", "--json"]);
     assert_eq!(status["knowledge"]["waitingToPush"], json!(1), "{status}");
     assert_eq!(status["knowledge"]["entries"], json!(0));
@@ -134,21 +139,9 @@ fn violated(dir: &std::path::Path, code: &str) -> Vec<String> {
 
 #[test]
 fn guard_overrides_set_in_one_checkout_apply_to_the_guard_check_of_the_other() {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let team = format!("cli-g-{}-{nanos}", std::process::id());
     let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let (a, b) = (a.path(), b.path());
-    let config = format!(
-        "[team]\nurl = \"{}\"\nteam = \"{team}\"\nauthor = \"ci\"\n",
-        pg_url()
-    );
-    for dir in [a, b] {
-        std::fs::create_dir_all(dir.join(".alembic")).unwrap();
-        std::fs::write(dir.join(".alembic/config.toml"), &config).unwrap();
-    }
+    join_team(&[a, b], "cli-g");
     let code = "fn f(x: Option<u8>) -> u8 {\n    dbg!(x);\n    x.unwrap()\n}\n";
     let before = violated(b, code);
     assert!(before.contains(&"rust-unwrap".to_string()), "{before:?}");

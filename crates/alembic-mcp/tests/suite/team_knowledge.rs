@@ -25,19 +25,19 @@ fn checkout(team: &str) -> tempfile::TempDir {
     dir
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn an_mcp_session_sees_a_recipe_published_from_another_checkout() {
+fn fresh_team(label: &str) -> String {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_nanos();
-    let team = format!("mcp-{}-{nanos}", std::process::id());
-    let (a, b) = (checkout(&team), checkout(&team));
-    let publisher = ProjectRuntime::open(a.path()).unwrap();
-    let args = json!({"title": "Retry requests with backoff",
-        "content": {"markdown": "Client.send retries 3 times with exponential backoff", "pattern": "retry(3) { send() }"},
+    format!("{label}-{}-{nanos}", std::process::id())
+}
+
+/// Submits, approves and publishes a recipe through `rt` (caller `cli`); returns its id.
+async fn publish(rt: &ProjectRuntime, title: &str, markdown: &str) -> String {
+    let args = json!({"title": title, "content": {"markdown": markdown, "pattern": "retry(3) { send() }"},
         "sources": ["src/client.rs"]});
-    let submitted = publisher.call_as_cli("submit_knowledge", args).await;
+    let submitted = rt.call_as_cli("submit_knowledge", args).await;
     assert!(submitted.is_ok(), "{}", submitted.text_for_model());
     let id = submitted.output.unwrap().data["id"]
         .as_str()
@@ -47,9 +47,23 @@ async fn an_mcp_session_sees_a_recipe_published_from_another_checkout() {
         ("approve_candidate", "candidateId"),
         ("publish_recipe", "recipeId"),
     ] {
-        let moved = publisher.call_as_cli(tool, json!({ arg: id })).await;
+        let moved = rt.call_as_cli(tool, json!({ arg: id })).await;
         assert!(moved.is_ok(), "{}", moved.text_for_model());
     }
+    id
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_mcp_session_sees_a_recipe_published_from_another_checkout() {
+    let team = fresh_team("mcp");
+    let (a, b) = (checkout(&team), checkout(&team));
+    let publisher = ProjectRuntime::open(a.path()).unwrap();
+    let id = publish(
+        &publisher,
+        "Retry requests with backoff",
+        "Client.send retries 3 times with exponential backoff",
+    )
+    .await;
 
     let runtime = Arc::new(ProjectRuntime::open(b.path()).unwrap());
     let mut test = TestServer::new();
@@ -126,11 +140,7 @@ async fn gate(server: String) -> Gate {
 async fn with_the_team_server_down_requests_answer_at_once_and_polling_backs_off_then_recovers() {
     use std::sync::atomic::Ordering;
     use std::time::{Duration, Instant};
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let team = format!("mcp-down-{}-{nanos}", std::process::id());
+    let team = fresh_team("mcp-down");
     let publisher = checkout(&team);
     let url = std::fs::read_to_string(publisher.path().join(".alembic/config.toml")).unwrap();
     let real = url
@@ -187,21 +197,12 @@ async fn with_the_team_server_down_requests_answer_at_once_and_polling_backs_off
     // hears of it once the next probe finds the server
     gate.open.store(true, Ordering::SeqCst);
     let rt = ProjectRuntime::open(publisher.path()).unwrap();
-    let args = json!({"title": "Log failed requests once",
-        "content": {"markdown": "Client.send logs a failed request once, with its id", "pattern": "log_once(id)"},
-        "sources": ["src/client.rs"]});
-    let submitted = rt.call_as_cli("submit_knowledge", args).await;
-    assert!(submitted.is_ok(), "{}", submitted.text_for_model());
-    let id = submitted.output.unwrap().data["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    for (tool, arg) in [
-        ("approve_candidate", "candidateId"),
-        ("publish_recipe", "recipeId"),
-    ] {
-        assert!(rt.call_as_cli(tool, json!({ arg: id })).await.is_ok());
-    }
+    let id = publish(
+        &rt,
+        "Log failed requests once",
+        "Client.send logs a failed request once",
+    )
+    .await;
     let waited = Instant::now();
     loop {
         let msg = s.next().await;
