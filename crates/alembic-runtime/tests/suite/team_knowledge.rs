@@ -199,4 +199,53 @@ async fn bootstrap_publishes_its_candidates_to_the_team_once() {
     let again = ok(&rt, "bootstrap_knowledge", json!({"force": true})).await;
     assert_eq!(again["team"]["published"], json!(0), "{again}");
     assert_eq!(again["team"]["alreadyThere"], json!(created), "{again}");
+
+    // new evidence (the lines of src/store.rs moved): the next run revises the team's
+    // candidates that cite it, nobody having reviewed them, and never adds a second copy
+    let team_entries = || {
+        other
+            .services()
+            .knowledge
+            .with(|kb| kb.list(&Default::default()))
+            .unwrap()
+    };
+    let before = team_entries();
+    let store = std::fs::read_to_string(root.join("src/store.rs")).unwrap();
+    std::fs::write(
+        root.join("src/store.rs"),
+        format!("// the store\n\n{store}"),
+    )
+    .unwrap();
+    let third = ok(&rt, "bootstrap_knowledge", json!({"force": true})).await;
+    let revised: Vec<&str> = third["team"]["revised"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|id| id.as_str().unwrap())
+        .collect();
+    assert!(!revised.is_empty(), "{third}");
+    assert_eq!(third["team"]["published"], json!(0), "{third}");
+    assert_eq!(third["team"]["conflicts"], json!([]), "{third}");
+    let after = team_entries();
+    assert_eq!(after.len(), created);
+    for e in &after {
+        let old = before.iter().find(|b| b.id == e.id).unwrap();
+        if revised.contains(&e.id.as_str()) {
+            assert_eq!(e.version, old.version + 1, "{}", e.id);
+            assert_ne!(
+                e.extra.get("evidence"),
+                old.extra.get("evidence"),
+                "{}",
+                e.id
+            );
+        } else {
+            assert_eq!(e, old);
+        }
+    }
+    let local = rt
+        .services()
+        .knowledge
+        .with_local(|kb| kb.list(&Default::default()))
+        .unwrap();
+    assert!(local.is_empty(), "{local:?}");
 }
