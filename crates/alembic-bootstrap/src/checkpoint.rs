@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use alembic_context::DimensionReport;
-use alembic_knowledge::{KnowledgeStore, NewEntry, Status};
+use alembic_knowledge::{Entry, KnowledgeStore, NewEntry, Status};
 use alembic_memory::{MemoryConfig, MemorySource, MemoryType, NewMemory};
 use alembic_store::rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use alembic_store::{Migration, migrate};
@@ -308,6 +308,17 @@ fn write_finding(
         w.now,
     )?;
     Ok(Written::Revised(id))
+}
+
+/// Whether the team's entry takes a revision bootstrap made here (its publication): only a
+/// bootstrap candidate nobody has reviewed yet, and only when the content or the evidence
+/// changed (as [`write_finding`] revises its local candidates).
+pub fn revises_team_candidate(here: &Entry, team: &Entry) -> bool {
+    let evidence = |e: &Entry| e.extra.get("evidence").cloned();
+    here.created_by == BOOTSTRAP_SOURCE
+        && team.created_by == BOOTSTRAP_SOURCE
+        && team.status == Status::Submitted
+        && (here.content != team.content || evidence(here) != evidence(team))
 }
 
 /// The knowledge entry of a finding: tagged with its dimension, evidence in `sources` and

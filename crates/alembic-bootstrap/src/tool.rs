@@ -101,10 +101,13 @@ async fn run(bootstrap: &Bootstrap, args: BootstrapArgs) -> Result<ToolOutput, T
     Ok(ToolOutput::new(data, text))
 }
 
-/// With a team configured: copies every candidate bootstrap created in the project database
-/// that the team store does not have yet (same ids; idempotent) and says so in the report
-/// (`team`), or why it could not (`teamError`: the local run is committed either way, and a
-/// later run or `alembic team push` publishes what is missing).
+/// With a team configured: moves every candidate bootstrap created in the project database
+/// to the team store (same ids; idempotent) and says so in the report (`team`), or why it
+/// could not (`teamError`: the local run is committed either way, and a later run or
+/// `alembic team push` moves what is left). A candidate the team already has (same id, or a
+/// live entry with its title) revises the team's when that one is still an unreviewed
+/// bootstrap candidate and the evidence changed, at the version read: a reviewer's move in
+/// between is a conflict, reported, and a reviewed entry is never overwritten.
 async fn publish(
     knowledge: Arc<alembic_knowledge::KnowledgeService>,
     data: &mut serde_json::Value,
@@ -114,20 +117,28 @@ async fn publish(
         return;
     };
     let published = tokio::task::spawn_blocking(move || {
-        knowledge.publish_local(
+        knowledge.move_local(
             |e| e.created_by == crate::checkpoint::BOOTSTRAP_SOURCE,
             false,
+            Some(&crate::checkpoint::revises_team_candidate),
         )
     })
     .await;
     match published {
         Ok(Ok(Some(r))) => {
-            data["team"] = serde_json::json!({"team": team, "published": r.imported,
-                "alreadyThere": r.already_present, "titleTaken": r.title_taken.len()});
+            data["team"] = serde_json::json!({"team": team, "published": r.import.imported,
+                "alreadyThere": r.import.already_present + r.left_as_they_were,
+                "revised": r.revised, "conflicts": r.conflicts,
+                "titleTaken": r.import.title_taken.len(), "removedHere": r.removed_here});
             text.push_str(&format!(
-                "\npublished {} candidates to {team} ({} were already there)",
-                r.imported, r.already_present
+                "\npublished {} candidates to {team} ({} were already there, {} revised there)",
+                r.import.imported,
+                r.import.already_present + r.left_as_they_were,
+                r.revised.len()
             ));
+            for conflict in &r.conflicts {
+                text.push_str(&format!("\nnot revised on {team}: {conflict}"));
+            }
         }
         Ok(Ok(None)) => {}
         Ok(Err(e)) => {

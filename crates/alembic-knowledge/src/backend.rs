@@ -147,6 +147,11 @@ pub trait KnowledgeBackend: Send {
     /// Inserts exported rows keeping their ids; see [`ImportReport`] for what is skipped.
     /// Importing the same export twice writes nothing the second time.
     fn import(&mut self, data: &KnowledgeExport) -> Result<ImportReport, KnowledgeError>;
+    /// Removes what another store now holds (`alembic team push` moves, never copies): the
+    /// entries named (with their history, edges and proposals), the guard runs named and,
+    /// with `guard_overrides`, the stored overrides; one transaction. Returns how many
+    /// entries were removed (names it does not hold are skipped).
+    fn remove_moved(&mut self, moved: &Moved) -> Result<usize, KnowledgeError>;
 
     /// Entries a change to `id` reaches: breadth first over incoming edges of the
     /// [`IMPACT_RELATIONS`], up to `max_depth` edges away, each entry once (at its smallest
@@ -218,6 +223,16 @@ pub struct KnowledgeExport {
     /// Oldest first.
     pub guard_runs: Vec<GuardRun>,
     pub guard_overrides: Option<String>,
+}
+
+/// What a move took to another store, for [`KnowledgeBackend::remove_moved`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Moved {
+    /// Entry ids.
+    pub entries: Vec<String>,
+    /// Guard run numbers ([`GuardRun::run`]).
+    pub guard_runs: Vec<i64>,
+    pub guard_overrides: bool,
 }
 
 /// What an import wrote and what it skipped.
@@ -489,5 +504,8 @@ impl KnowledgeBackend for KnowledgeStore {
     }
     fn import(&mut self, data: &KnowledgeExport) -> Result<ImportReport, KnowledgeError> {
         KnowledgeStore::import_all(self, data)
+    }
+    fn remove_moved(&mut self, moved: &Moved) -> Result<usize, KnowledgeError> {
+        KnowledgeStore::remove_all(self, moved)
     }
 }

@@ -35,6 +35,7 @@ pub const CHECKS: &[(&str, Check)] = &[
     ("guard_runs_and_overrides", guard_runs_and_overrides),
     ("stats", stats),
     ("export_import_round_trip", export_import_round_trip),
+    ("remove_moved", remove_moved),
 ];
 
 /// Runs every check on fresh stores from `open`.
@@ -637,4 +638,58 @@ fn export_import_round_trip(open: Open<'_>) {
         (3, 1, 1, 1)
     );
     assert_eq!(empty.export().unwrap().entries, data.entries);
+}
+
+fn remove_moved(open: Open<'_>) {
+    let mut kb = open();
+    let a = publish(kb.as_mut(), "Retry with backoff", "retries with backoff");
+    let b = publish(kb.as_mut(), "Base client", "client");
+    kb.add_edge(&a, &b, "requires", 1.0, "ana").unwrap();
+    kb.propose(&a, "enhance", "x", &json!({"k": 1}), 0.5, "a")
+        .unwrap();
+    let kept_run = kb
+        .record_guard_run("x.swift", "swift", &[violation("r", 2)], "a")
+        .unwrap();
+    let moved_run = kb
+        .record_guard_run("y.swift", "swift", &[violation("r", 3)], "a")
+        .unwrap();
+    kb.set_guard_overrides(Some("disabled = []\n"), "lead")
+        .unwrap();
+    let moved = crate::backend::Moved {
+        entries: vec![a.clone(), "k-not-here".into()],
+        guard_runs: vec![moved_run],
+        guard_overrides: true,
+    };
+    assert_eq!(
+        kb.remove_moved(&moved).unwrap(),
+        1,
+        "unknown ids are skipped"
+    );
+    assert!(matches!(kb.get(&a), Err(KnowledgeError::NotFound { .. })));
+    let left = kb.export().unwrap();
+    assert!(
+        left.history.iter().all(|h| h.entry_id != a),
+        "history goes with it"
+    );
+    assert!(left.proposals.is_empty());
+    assert!(kb.neighbours(&b, None).unwrap().incoming.is_empty());
+    assert!(kb.search("backoff", &Filter::default()).unwrap().is_empty());
+    let runs: Vec<i64> = kb
+        .guard_runs(None, 5)
+        .unwrap()
+        .iter()
+        .map(|r| r.run)
+        .collect();
+    assert_eq!(runs, vec![kept_run]);
+    assert_eq!(kb.guard_overrides().unwrap(), None);
+    assert_eq!(
+        kb.get(&b).unwrap().status,
+        Status::Published,
+        "the rest stays"
+    );
+    assert_eq!(kb.remove_moved(&moved).unwrap(), 0, "idempotent");
+    assert!(
+        kb.live_title("Retry with backoff").unwrap().is_none(),
+        "title free again"
+    );
 }

@@ -183,6 +183,28 @@ impl GuardRules {
         Ok(GuardRules { rules })
     }
 
+    /// Checks the text of a rules file named `origin` as the loader reads it (the TOML shape,
+    /// every rule's fields, every pattern compiles); returns how many rules it has. A bad
+    /// file's error names the line and what is accepted.
+    pub fn check_file(text: &str, origin: &str) -> Result<usize, KnowledgeError> {
+        let file = parse_file(text, origin)?;
+        let count = file.rule.len();
+        for spec in file.rule {
+            let id = spec.id.clone();
+            Rule::compile(spec).map_err(|e| {
+                let line = text
+                    .lines()
+                    .position(|l| l.contains(&format!("\"{id}\"")))
+                    .map_or_else(String::new, |n| format!("line {}: ", n + 1));
+                KnowledgeError::RuleFile {
+                    path: origin.to_string(),
+                    reason: format!("{line}{e}"),
+                }
+            })?;
+        }
+        Ok(count)
+    }
+
     /// Adds the guards of published `rule` entries: each entry's `extra.guards` is a list of
     /// `{pattern, literal?, severity?, message?}`; the rule id is `<entry id>:<n>`, the
     /// message defaults to the entry's title and the fix to its `doClause`. A guard whose
@@ -273,10 +295,13 @@ fn entry_rule(e: &Entry, n: usize, g: &serde_json::Value) -> Option<Result<Rule,
     Some(Rule::compile(spec))
 }
 
+/// What a rules file may hold, for error messages.
+const ACCEPTED: &str = "a rules file holds `disabled = [\"<rule id>\", ...]` and [[rule]] tables with id, description, languages, pattern, severity (error, warning or info), and optionally literal and fix";
+
 fn parse_file(text: &str, origin: &str) -> Result<RuleFile, KnowledgeError> {
     toml::from_str(text).map_err(|e| KnowledgeError::RuleFile {
         path: origin.to_string(),
-        reason: e.to_string(),
+        reason: format!("{}; {ACCEPTED}", e.to_string().trim_end()),
     })
 }
 

@@ -46,7 +46,7 @@ pub mod store;
 pub mod text;
 pub mod tools;
 
-pub use backend::{HistoryRow, ImportReport, KnowledgeBackend, KnowledgeExport};
+pub use backend::{HistoryRow, ImportReport, KnowledgeBackend, KnowledgeExport, Moved};
 pub use error::KnowledgeError;
 pub use evolution::Proposal;
 pub use graph::{Impact, Impacted, Neighbour, Neighbours, Stats};

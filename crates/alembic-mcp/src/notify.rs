@@ -12,6 +12,13 @@
 //!   other servers write the same database), so polling a cheap fingerprint is the one way
 //!   to notice every writer;
 //! - the log bus, once the client chose a level with `logging/setLevel`.
+//!
+//! With a team configured the knowledge base is on the team's server. A poll that finds it
+//! unreachable (one bounded wait) stops reading the stores and backs off, doubling up to
+//! [`MAX_BACKOFF`]: meanwhile only a probe on a connection of its own asks whether the
+//! server is back, never holding the store a tool call needs, so requests are answered
+//! without waiting on the poller. It logs once when the server goes away and once when it is
+//! back, then polls as before.
 
 #![allow(
     deprecated,
@@ -33,6 +40,8 @@ use crate::resources::{ProjectContent, ResourceUri};
 
 /// How often the stores are polled and expired tools cleaned up.
 pub const DEFAULT_POLL: Duration = Duration::from_secs(2);
+/// Longest wait between two probes of a team server that is down.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
 /// What one session asked for.
 #[derive(Debug)]
@@ -101,7 +110,11 @@ async fn watch_session(sources: WatchSources, state: Arc<SessionState>, peer: Pe
         level.borrow_and_update().map(|_| logging::subscribe());
     let mut tick = tokio::time::interval(sources.poll);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut last = blocking_snapshot(&sources.content).await;
+    let mut team = TeamHealth::new(sources.poll);
+    let mut last = match team.reachable(&sources.content).await {
+        true => blocking_snapshot(&sources.content).await,
+        false => Snapshot::default(),
+    };
     loop {
         tokio::select! {
             changed = tools.changed() => {
@@ -131,9 +144,69 @@ async fn watch_session(sources: WatchSources, state: Arc<SessionState>, peer: Pe
                         tracing::info!(tool = %name, "temporary forged tool expired");
                     }
                 }
-                if poll_content(&sources.content, &state, &peer, &mut last).await.is_err() {
+                if team.reachable(&sources.content).await
+                    && poll_content(&sources.content, &state, &peer, &mut last).await.is_err()
+                {
                     return;
                 }
+            }
+        }
+    }
+}
+
+/// Whether the stores may be polled now (see the module docs): with no team, always.
+struct TeamHealth {
+    poll: Duration,
+    /// While the server is down: when to probe next, and the wait after that.
+    down: Option<(tokio::time::Instant, Duration)>,
+}
+
+impl TeamHealth {
+    fn new(poll: Duration) -> Self {
+        TeamHealth { poll, down: None }
+    }
+
+    async fn reachable(&mut self, content: &ProjectContent) -> bool {
+        let Some(kb) = content.knowledge.clone() else {
+            return true;
+        };
+        if kb.team_label().is_none() {
+            return true;
+        }
+        let now = tokio::time::Instant::now();
+        let answer = match self.down {
+            Some((next, _)) if now < next => return false,
+            // down: a probe on its own connection, never holding the service's store
+            Some(_) => tokio::task::spawn_blocking(move || kb.probe_team()).await,
+            // up: one cheap read through the service (quick while the server answers)
+            None => {
+                tokio::task::spawn_blocking(move || {
+                    Some(
+                        kb.with_team_store(|t| t.guard_overrides().map(drop))
+                            .map(drop)
+                            .map_err(|e| e.to_string()),
+                    )
+                })
+                .await
+            }
+        };
+        match answer {
+            Ok(Some(Err(cause))) => {
+                let wait = match self.down {
+                    Some((_, wait)) => (wait * 2).min(MAX_BACKOFF),
+                    None => {
+                        tracing::warn!(%cause, "team server unreachable: store polling paused, retrying with backoff");
+                        (self.poll * 2).min(MAX_BACKOFF)
+                    }
+                };
+                self.down = Some((tokio::time::Instant::now() + wait, wait));
+                false
+            }
+            _ => {
+                if self.down.take().is_some() {
+                    tracing::info!("team server reachable again: store polling resumed");
+                }
+                true
             }
         }
     }

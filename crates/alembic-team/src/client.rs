@@ -92,6 +92,21 @@ impl PgClient {
         }
     }
 
+    /// [`Self::run`] for a store: `f` also gets a clone of the store's `ctx` (its team and
+    /// author), and the error comes back as the store's own type (domain errors keep their
+    /// variant, server trouble names the server).
+    pub fn run_as<C, T, E, F, Fut>(&self, ctx: &C, f: F) -> Result<T, E>
+    where
+        C: Clone + Send + 'static,
+        T: Send + 'static,
+        E: From<TeamError>,
+        F: FnOnce(C, PgPool) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<T, TeamError>> + Send + 'static,
+    {
+        let ctx = ctx.clone();
+        self.run(move |pool| f(ctx, pool)).map_err(E::from)
+    }
+
     fn explain(&self, e: sqlx::Error) -> TeamError {
         let connection_trouble = matches!(
             e,

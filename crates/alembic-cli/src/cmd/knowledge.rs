@@ -1,4 +1,4 @@
-//! `alembic knowledge list|show|search|stats|approve|reject|publish|deprecate|export`
+//! `alembic knowledge list|show|search|stats|approve|reject|publish|deprecate|export|guard-overrides`
 //!
 //! Reads and reviews the project's knowledge base (`.alembic/alembic.db`). Agents propose
 //! candidates with `submit_knowledge`; a person reviews them here: approve or reject a
@@ -6,9 +6,11 @@
 //! call of the lifecycle tool through the project's pipeline as caller `cli`, so it is
 //! policy-checked and audited like an agent's call, and recorded with `cli` as who and the
 //! given reason. Reads use the runtime's knowledge service directly. `export` writes the
-//! published knowledge into an agent guideline file (see [`export`]).
+//! published knowledge into an agent guideline file (see [`export`]); `guard-overrides`
+//! keeps the guard-rule overrides (see [`overrides`]).
 
 mod export;
+mod overrides;
 
 use alembic_runtime::ProjectRuntime;
 use alembic_runtime::knowledge::{
@@ -19,6 +21,7 @@ use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
 pub use export::ExportArgs;
+pub use overrides::OverridesCommand;
 
 use crate::exit::{Exit, UsageError};
 use crate::{CmdResult, ProjectArgs};
@@ -44,6 +47,10 @@ pub enum KnowledgeCommand {
     /// Write the published knowledge into AGENTS.md, CLAUDE.md or .cursor/rules/alembic.mdc
     /// (inside a marked block; text outside it is never touched)
     Export(ExportArgs),
+    /// Show, set or clear the guard-rule overrides kept in the knowledge base (the team's
+    /// store when a team is configured), applied by every guard check
+    #[command(subcommand)]
+    GuardOverrides(OverridesCommand),
 }
 
 #[derive(Debug, Args)]
@@ -116,6 +123,7 @@ pub fn run(cmd: KnowledgeCommand) -> CmdResult {
         KnowledgeCommand::Publish(a) => mv(a, Status::Published),
         KnowledgeCommand::Deprecate(a) => mv(a, Status::Deprecated),
         KnowledgeCommand::Export(a) => export::run(a),
+        KnowledgeCommand::GuardOverrides(c) => overrides::run(c),
     }
 }
 

@@ -20,9 +20,9 @@ pub enum TeamCommand {
     Init(TeamArgs),
     /// Which team and server, how many team memories and knowledge entries it holds, how many local ones wait to be pushed
     Status(TeamArgs),
-    /// Move this checkout's team-scoped memories and copy its knowledge base to the team server (idempotent, no duplicates)
+    /// Move this checkout's team-scoped memories and knowledge base (with guard-rule overrides) to the team server; what the team does not take stays and is named (idempotent, no duplicates)
     Push(TeamArgs),
-    /// Copy the team's memories and knowledge base from the server into this checkout (idempotent)
+    /// Copy the team's memories and knowledge base from the server into this checkout, e.g. to leave the team (idempotent)
     Pull(TeamArgs),
 }
 

@@ -245,3 +245,39 @@ fn export_writes_cursor_rules_with_front_matter_and_refuses_paths_outside() {
             "accepted formats are agents-md, claude-md, cursor-rules",
         ));
 }
+
+#[test]
+fn guard_overrides_without_a_team_are_kept_in_the_project_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    alembic(p).arg("init").assert().success();
+    let shown = json_out(alembic(p).args(["knowledge", "guard-overrides", "show", "--json"]));
+    assert_eq!(shown, serde_json::json!({"store": "sqlite", "rules": null}));
+    std::fs::write(p.join("rules.toml"), "disabled = [\"rust-todo\"]\n").unwrap();
+    let set = json_out(alembic(p).args([
+        "knowledge",
+        "guard-overrides",
+        "set",
+        "rules.toml",
+        "--json",
+    ]));
+    assert_eq!(set["store"], "sqlite");
+    assert_eq!(set["rules"], 0);
+    alembic(p)
+        .args(["knowledge", "guard-overrides", "show"])
+        .assert()
+        .success()
+        .stdout("disabled = [\"rust-todo\"]\n");
+    alembic(p)
+        .args(["knowledge", "guard-overrides", "clear"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "removed the guard-rule overrides from sqlite",
+        ));
+    alembic(p)
+        .args(["knowledge", "guard-overrides", "set", "missing.toml"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("missing.toml"));
+}

@@ -69,7 +69,7 @@ fn push_moves_team_memories_to_the_server_and_another_checkout_pulls_them() {
     assert_eq!(
         text,
         "pushed 0 team memories, 0 were already on the server\n\
-         pushed 0 knowledge entries (0 edges, 0 proposals, 0 guard runs); 0 were already on the server\n"
+         moved 0 knowledge entries (0 edges, 0 proposals, 0 guard runs); 0 were already on the server; 0 local entries removed (the team holds them)\n"
     );
 
     let pulled = json_out(&run(b.path(), &["team", "pull", "--json"]).success());

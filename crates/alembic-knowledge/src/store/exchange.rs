@@ -8,7 +8,7 @@ use rusqlite::{OptionalExtension, TransactionBehavior, params};
 
 use super::rows::{COLUMNS, entry_from_row, import_entry, insert_history};
 use super::{KnowledgeStore, live_title};
-use crate::backend::{HistoryRow, ImportReport, KnowledgeExport};
+use crate::backend::{HistoryRow, ImportReport, KnowledgeExport, Moved};
 use crate::error::KnowledgeError;
 use crate::guard::GuardRun;
 use crate::model::{Edge, Transition, normalise_title};
@@ -181,6 +181,28 @@ impl KnowledgeStore {
         }
         tx.commit()?;
         Ok(report)
+    }
+}
+
+impl KnowledgeStore {
+    /// [`crate::KnowledgeBackend::remove_moved`]: history, edges, proposals and violations go
+    /// with their rows (foreign keys cascade), the FTS index follows its triggers.
+    pub(crate) fn remove_all(&mut self, moved: &Moved) -> Result<usize, KnowledgeError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut removed = 0;
+        for id in &moved.entries {
+            removed += tx.execute("delete from knowledge_entries where id = ?1", [id])?;
+        }
+        for run in &moved.guard_runs {
+            tx.execute("delete from guard_runs where seq = ?1", [run])?;
+        }
+        if moved.guard_overrides {
+            tx.execute("delete from guard_overrides", [])?;
+        }
+        tx.commit()?;
+        Ok(removed)
     }
 }
 

@@ -1,7 +1,8 @@
 //! The knowledge tools: `query` (6), `lifecycle` (10), `knowledge-graph` (2), `guard` (4),
 //! `evolution-tools` (3), the composites `submit_with_check`, `knowledge_overview` and
-//! `analyze_code`, the infrastructure tool `graph_impact_analysis` and the team operator
-//! tools (`team_knowledge_status|push|pull`, [`TEAM_TOOL_NAMES`]); and, registered apart
+//! `analyze_code`, the infrastructure tool `graph_impact_analysis`, the team operator
+//! tools (`team_knowledge_status|push|pull`, [`TEAM_TOOL_NAMES`]) and the operator tool
+//! `set_guard_overrides`; and, registered apart
 //! with the project's LLM provider, the `ai-analysis` tools `enrich_candidate` and
 //! `refine_bootstrap_candidates` ([`register_analysis_tools`]).
 //!
@@ -18,6 +19,7 @@ mod evolution;
 mod graph;
 mod guard;
 mod lifecycle;
+mod overrides;
 mod query;
 mod submit;
 mod team;
@@ -34,7 +36,7 @@ use alembic_tools::{
 
 pub use analysis::{ANALYSIS_TOOL_NAMES, ProviderSlot, register_analysis_tools};
 pub use submit::check_submission;
-pub use team::{TEAM_TOOL_NAMES, register_team_tools};
+pub use team::{MoveReport, Revise, TEAM_TOOL_NAMES, register_team_tools};
 
 use crate::backend::KnowledgeBackend;
 use crate::error::KnowledgeError;
@@ -96,6 +98,14 @@ impl KnowledgeService {
             store: Mutex::new(None),
         });
         self
+    }
+
+    /// Whether the team's server answers now, checked on a connection of its own (bounded by
+    /// the connect timeout) without holding the service's store, so a poller that asks
+    /// while the server is down never makes a tool call wait; `None` without a team.
+    pub fn probe_team(&self) -> Option<Result<(), String>> {
+        let team = self.team.as_ref()?;
+        Some((team.open)().map(drop))
     }
 
     /// The team store's label when a team is configured.
@@ -250,6 +260,7 @@ pub fn register_tools(
     {
         registry.register(def)?;
     }
+    registry.register(overrides::overrides_tool(Arc::clone(&state.kb)))?;
     team::register_team_tools(registry, state.kb)
 }
 

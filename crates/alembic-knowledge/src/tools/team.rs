@@ -2,20 +2,25 @@
 //! store: `team_knowledge_status`, `team_knowledge_push` and `team_knowledge_pull`, behind
 //! `alembic team init|status|push|pull` (caller `cli`, audited). In no agent preset.
 //!
-//! - push copies every local entry (with its review history, edges, proposals, guard runs
-//!   and the stored guard-rule overrides) to the team store, keeping ids: entries the team
-//!   already has are skipped, so running it again writes nothing and there are never two
-//!   copies of an entry on the server. A local entry whose title a different live team entry
-//!   already has is not pushed and is named in the result. The local rows stay (the checkout's
-//!   copy from before the team; with a team configured every knowledge tool uses the team
-//!   store), so nothing is lost if the team is left.
-//! - pull copies the team's knowledge into the local file the same way, for working without
-//!   the server or leaving the team.
+//! - push moves every local entry (with its review history, edges, proposals, guard runs and
+//!   the stored guard-rule overrides) to the team store, keeping ids
+//!   ([`KnowledgeService::move_local`]): the team imports what it lacks, then the local copy
+//!   of everything the team holds is removed, so a checkout with a team never keeps a stale
+//!   second copy. Running it again, or after a crash between the two steps, moves nothing
+//!   twice. What the team does not take stays here and is named: an entry whose title a
+//!   different live team entry has, an entry edited here after the team got it, overrides
+//!   that differ from the team's.
+//! - pull copies the team's knowledge into the local file (entries present are skipped), for
+//!   working without the server or leaving the team; the team keeps its rows.
 //!
 //! Without a team, each tool fails saying how to configure one.
 
 use std::collections::HashSet;
 use std::sync::Arc;
+
+mod moving;
+
+pub use moving::{MoveReport, Revise};
 
 use alembic_tools::{
     EffectClass, RegistryError, ToolDefinition, ToolError, ToolModule, ToolOutput, ToolRegistry,
@@ -25,7 +30,6 @@ use serde_json::json;
 
 use super::KnowledgeService;
 use crate::backend::{ImportReport, KnowledgeExport};
-use crate::model::Entry;
 
 const NO_TEAM: &str = "no team is configured: add [team] url and team to .alembic/config.toml, or set ALEMBIC_TEAM_URL";
 
@@ -55,29 +59,6 @@ impl KnowledgeService {
     fn team_export(&self) -> Result<KnowledgeExport, ToolError> {
         self.with_team_store(|t| t.export())?
             .ok_or_else(|| ToolError::failed(NO_TEAM))
-    }
-
-    /// Copies the local entries `keep` selects (with their history, edges between them,
-    /// proposals, and with `everything` the guard runs and overrides) to the team store.
-    /// `Ok(None)` without a team. Idempotent: entries the team has are skipped.
-    pub fn publish_local(
-        &self,
-        keep: impl Fn(&Entry) -> bool,
-        everything: bool,
-    ) -> Result<Option<ImportReport>, ToolError> {
-        if self.team_label().is_none() {
-            return Ok(None);
-        }
-        let mut data = self.with_local(|kb| kb.export())?;
-        data.entries.retain(|e| keep(e));
-        let ids: HashSet<String> = data.entries.iter().map(|e| e.id.clone()).collect();
-        data.history.retain(|h| ids.contains(&h.entry_id));
-        data.proposals.retain(|p| ids.contains(&p.entry_id));
-        if !everything {
-            data.guard_runs.clear();
-            data.guard_overrides = None;
-        }
-        self.with_team_store(|t| t.import(&data))
     }
 }
 
@@ -132,8 +113,46 @@ fn report_text(verb: &str, r: &ImportReport, there: &str) -> String {
     );
     for (id, kept) in &r.title_taken {
         text.push_str(&format!(
-            "\n{id} not copied: entry {kept} there has the same title"
+            "\n{id} not {verb}: entry {kept} there has the same title"
         ));
+    }
+    text
+}
+
+/// The push result: the import, what left this checkout and what stayed (and why).
+pub(crate) fn move_json(r: &MoveReport) -> serde_json::Value {
+    let mut data = report_json(&r.import);
+    data["removedHere"] = json!(r.removed_here);
+    data["newerHere"] = r
+        .newer_here
+        .iter()
+        .map(|(id, here, there)| json!({"id": id, "versionHere": here, "versionOnTeam": there}))
+        .collect();
+    data["revised"] = json!(r.revised);
+    data["leftAsTheyWere"] = json!(r.left_as_they_were);
+    data["conflicts"] = json!(r.conflicts);
+    data["guardOverridesKeptHere"] = json!(r.guard_overrides_kept_here);
+    data
+}
+
+fn move_text(r: &MoveReport) -> String {
+    let mut text = report_text("moved", &r.import, "on the server");
+    text.push_str(&format!(
+        "; {} local entries removed (the team holds them)",
+        r.removed_here
+    ));
+    for (id, here, there) in &r.newer_here {
+        text.push_str(&format!(
+            "\n{id} kept here: changed here (version {here}) after the team got it (version {there})"
+        ));
+    }
+    for conflict in &r.conflicts {
+        text.push_str(&format!("\nnot revised on the team: {conflict}"));
+    }
+    if r.guard_overrides_kept_here {
+        text.push_str(
+            "\nguard-rule overrides kept here: the team has different ones (alembic knowledge guard-overrides show)",
+        );
     }
     text
 }
@@ -141,20 +160,19 @@ fn report_text(verb: &str, r: &ImportReport, there: &str) -> String {
 fn push_tool(kb: Arc<KnowledgeService>) -> ToolDefinition {
     ToolDefinition::typed::<NoArgs>(
         "team_knowledge_push",
-        "Copy this checkout's knowledge base (entries with their review history, edges, \
-         proposals, guard runs and guard-rule overrides) to the team store, keeping ids. \
-         Entries already there are skipped. Idempotent.",
+        "Move this checkout's knowledge base (entries with their review history, edges, \
+         proposals, guard runs and guard-rule overrides) to the team store, keeping ids: the \
+         team imports what it lacks, then the local copies of what it holds are removed. \
+         Entries the team cannot take (title taken, changed here since) stay and are named. \
+         Idempotent.",
         ToolModule::Infrastructure,
         EffectClass::WritesKnowledge,
     )
     .blocking(kb, |kb, _args: NoArgs| {
         let report = kb
-            .publish_local(|_| true, true)?
+            .move_local(|_| true, true, None)?
             .ok_or_else(|| ToolError::failed(NO_TEAM))?;
-        Ok(ToolOutput::new(
-            report_json(&report),
-            report_text("pushed", &report, "on the server"),
-        ))
+        Ok(ToolOutput::new(move_json(&report), move_text(&report)))
     })
 }
 
@@ -162,7 +180,8 @@ fn pull_tool(kb: Arc<KnowledgeService>) -> ToolDefinition {
     ToolDefinition::typed::<NoArgs>(
         "team_knowledge_pull",
         "Copy the team's knowledge base from the team store into this checkout's file, for \
-         work without the server. Entries already present are skipped. Idempotent.",
+         work without the server or leaving the team (the team keeps it). Entries already \
+         present are skipped. Idempotent.",
         ToolModule::Infrastructure,
         EffectClass::WritesKnowledge,
     )

@@ -7,5 +7,6 @@ mod scenario3;
 mod scripted;
 mod seed_tools;
 mod team_knowledge;
+mod team_knowledge_move;
 mod team_store;
 mod tool_schemas;

@@ -128,7 +128,8 @@ const SEED_TOOLS: &[(&str, usize, &[&str])] = &[
 
 /// Tools Alembic registers beyond the seed's sixty, with their module: persistent memory
 /// (the seed's memory system exposed as tools), the forge's operator tools and `forge_tool`
-/// (ToolForge in the agent loop), and the team store's operator tools (`alembic team`).
+/// (ToolForge in the agent loop), the team store's operator tools (`alembic team`) and the
+/// guard-rule overrides' (`alembic knowledge guard-overrides`).
 const EXTRA_TOOLS: &[(&str, &str)] = &[
     ("forge_promote", "infrastructure"),
     ("forge_remove", "infrastructure"),
@@ -139,6 +140,7 @@ const EXTRA_TOOLS: &[(&str, &str)] = &[
     ("memory_import", "infrastructure"),
     ("memory_recall", "query"),
     ("memory_remember", "infrastructure"),
+    ("set_guard_overrides", "infrastructure"),
     ("team_knowledge_pull", "infrastructure"),
     ("team_knowledge_push", "infrastructure"),
     ("team_knowledge_status", "infrastructure"),

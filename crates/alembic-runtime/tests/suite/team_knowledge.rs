@@ -10,7 +10,7 @@ use alembic_runtime::ProjectRuntime;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-fn pg_url() -> String {
+pub(super) fn pg_url() -> String {
     std::env::var("ALEMBIC_TEST_PG_URL").unwrap_or_else(|_| {
         panic!(
             "ALEMBIC_TEST_PG_URL is not set: this test needs a PostgreSQL server; run \
@@ -19,7 +19,7 @@ fn pg_url() -> String {
     })
 }
 
-fn fresh_team(label: &str) -> String {
+pub(super) fn fresh_team(label: &str) -> String {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -27,7 +27,7 @@ fn fresh_team(label: &str) -> String {
     format!("{label}-{}-{nanos}", std::process::id())
 }
 
-fn checkout(url: &str, team: &str, author: &str) -> tempfile::TempDir {
+pub(super) fn checkout(url: &str, team: &str, author: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join(".alembic")).unwrap();
     let config = format!(
@@ -37,7 +37,7 @@ fn checkout(url: &str, team: &str, author: &str) -> tempfile::TempDir {
     dir
 }
 
-async fn ok(rt: &ProjectRuntime, tool: &str, args: Value) -> Value {
+pub(super) async fn ok(rt: &ProjectRuntime, tool: &str, args: Value) -> Value {
     let outcome = rt.call_as_cli(tool, args).await;
     assert!(outcome.is_ok(), "{tool}: {}", outcome.text_for_model());
     outcome.output.unwrap().data
@@ -166,14 +166,20 @@ async fn bootstrap_publishes_its_candidates_to_the_team_once() {
     let created = report["candidates"].as_array().unwrap().len();
     assert!(created > 0, "{report}");
     assert_eq!(report["team"]["published"], json!(created), "{report}");
-    // the local run committed them in the project database, with the same ids as the team's
-    let local: Vec<String> = rt
+    // the local run committed them in the project database, then moved them: the team holds
+    // them with the same ids and this checkout keeps no second copy
+    assert_eq!(report["team"]["removedHere"], json!(created), "{report}");
+    let local = rt
         .services()
         .knowledge
         .with_local(|kb| kb.list(&Default::default()))
+        .unwrap();
+    assert!(local.is_empty(), "{local:?}");
+    let ids: Vec<String> = report["candidates"]
+        .as_array()
         .unwrap()
-        .into_iter()
-        .map(|e| e.id)
+        .iter()
+        .map(|c| c["id"].as_str().unwrap().to_string())
         .collect();
     let other = ProjectRuntime::open(checkout(&pg_url(), &team, "bo").path()).unwrap();
     let on_team: Vec<String> = other
@@ -186,11 +192,60 @@ async fn bootstrap_publishes_its_candidates_to_the_team_once() {
         .collect();
     assert_eq!(on_team.len(), created);
     assert!(
-        on_team.iter().all(|id| local.contains(id)),
-        "{on_team:?} {local:?}"
+        on_team.iter().all(|id| ids.contains(id)),
+        "{on_team:?} {ids:?}"
     );
     // a second run publishes nothing twice
     let again = ok(&rt, "bootstrap_knowledge", json!({"force": true})).await;
     assert_eq!(again["team"]["published"], json!(0), "{again}");
     assert_eq!(again["team"]["alreadyThere"], json!(created), "{again}");
+
+    // new evidence (the lines of src/store.rs moved): the next run revises the team's
+    // candidates that cite it, nobody having reviewed them, and never adds a second copy
+    let team_entries = || {
+        other
+            .services()
+            .knowledge
+            .with(|kb| kb.list(&Default::default()))
+            .unwrap()
+    };
+    let before = team_entries();
+    let store = std::fs::read_to_string(root.join("src/store.rs")).unwrap();
+    std::fs::write(
+        root.join("src/store.rs"),
+        format!("// the store\n\n{store}"),
+    )
+    .unwrap();
+    let third = ok(&rt, "bootstrap_knowledge", json!({"force": true})).await;
+    let revised: Vec<&str> = third["team"]["revised"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|id| id.as_str().unwrap())
+        .collect();
+    assert!(!revised.is_empty(), "{third}");
+    assert_eq!(third["team"]["published"], json!(0), "{third}");
+    assert_eq!(third["team"]["conflicts"], json!([]), "{third}");
+    let after = team_entries();
+    assert_eq!(after.len(), created);
+    for e in &after {
+        let old = before.iter().find(|b| b.id == e.id).unwrap();
+        if revised.contains(&e.id.as_str()) {
+            assert_eq!(e.version, old.version + 1, "{}", e.id);
+            assert_ne!(
+                e.extra.get("evidence"),
+                old.extra.get("evidence"),
+                "{}",
+                e.id
+            );
+        } else {
+            assert_eq!(e, old);
+        }
+    }
+    let local = rt
+        .services()
+        .knowledge
+        .with_local(|kb| kb.list(&Default::default()))
+        .unwrap();
+    assert!(local.is_empty(), "{local:?}");
 }

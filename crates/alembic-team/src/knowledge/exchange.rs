@@ -7,7 +7,7 @@ use std::collections::HashSet;
 
 use alembic_knowledge::guard::{GuardRun, Severity, Violation};
 use alembic_knowledge::{
-    HistoryRow, ImportReport, KnowledgeError, KnowledgeExport, Status, Transition,
+    HistoryRow, ImportReport, KnowledgeError, KnowledgeExport, Moved, Status, Transition,
 };
 use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Row};
@@ -366,5 +366,35 @@ pub(super) fn import(
         }
         tx.commit().await?;
         Ok(report)
+    })
+}
+
+/// [`alembic_knowledge::KnowledgeBackend::remove_moved`] on the team's rows (history, edges,
+/// proposals and violations cascade), under the team's knowledge lock, in one transaction.
+pub(super) fn remove_moved(kb: &PgKnowledge, moved: &Moved) -> Result<usize, KnowledgeError> {
+    let moved = moved.clone();
+    kb.run(move |who, pool| async move {
+        let mut tx = begin_team(&pool, &who.team).await?;
+        rows::lock_team(&mut tx, &who.team).await?;
+        let removed =
+            sqlx::query("delete from team_knowledge_entries where team = $1 and id = any($2)")
+                .bind(&who.team)
+                .bind(&moved.entries)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+        sqlx::query("delete from team_guard_runs where team = $1 and seq = any($2)")
+            .bind(&who.team)
+            .bind(&moved.guard_runs)
+            .execute(&mut *tx)
+            .await?;
+        if moved.guard_overrides {
+            sqlx::query("delete from team_guard_overrides where team = $1")
+                .bind(&who.team)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(removed as usize)
     })
 }

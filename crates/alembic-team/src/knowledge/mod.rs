@@ -30,7 +30,7 @@ use alembic_knowledge::guard::{GuardRun, GuardStats, Violation};
 use alembic_knowledge::tools::KnowledgeOpener;
 use alembic_knowledge::{
     Edge, Entry, Filter, Hit, ImportReport, Kind, KnowledgeBackend, KnowledgeError,
-    KnowledgeExport, NewEntry, Status, Transition, Usage,
+    KnowledgeExport, Moved, NewEntry, Status, Transition, Usage,
 };
 use alembic_memory::Clock;
 use serde_json::Value;
@@ -124,8 +124,7 @@ impl PgKnowledge {
         F: FnOnce(Who, PgPool) -> Fut + Send + 'static,
         Fut: Future<Output = Result<T, TeamError>> + Send + 'static,
     {
-        let who = self.who.clone();
-        Ok(self.client.run(move |pool| f(who, pool))?)
+        self.client.run_as(&self.who, f)
     }
 
     fn now(&self) -> i64 {
@@ -511,5 +510,9 @@ impl KnowledgeBackend for PgKnowledge {
 
     fn import(&mut self, data: &KnowledgeExport) -> Result<ImportReport, KnowledgeError> {
         exchange::import(self, data)
+    }
+
+    fn remove_moved(&mut self, moved: &Moved) -> Result<usize, KnowledgeError> {
+        exchange::remove_moved(self, moved)
     }
 }

@@ -139,8 +139,7 @@ impl PgMemory {
         F: FnOnce(Who, PgPool) -> Fut + Send + 'static,
         Fut: Future<Output = Result<T, TeamError>> + Send + 'static,
     {
-        let who = self.who.clone();
-        Ok(self.client.run(move |pool| f(who, pool))?)
+        self.client.run_as(&self.who, f)
     }
 
     /// After a bulk load (a large push, a benchmark's seed): vacuums and analyses the team
