@@ -13,9 +13,13 @@ use crate::summary::FileSummary;
 const MAX_CHUNK_LINES: usize = 60;
 /// Chunks embedded at most (the rest stay lexical-only).
 pub const MAX_EMBEDDED_CHUNKS: usize = 20_000;
-const EMBED_BATCH: usize = 64;
-const BM25_K1: f32 = 1.2;
-const BM25_B: f32 = 0.75;
+/// Texts sent to the embedder at once.
+pub(crate) const EMBED_BATCH: usize = 64;
+/// BM25 as FTS5's `bm25()` computes it (k1 1.2, b 0.75, idf `ln((N - n + 0.5) / (n + 0.5))`,
+/// at least 1e-6), so the stored index ([`crate::index::CodeIndex::search_chunks`]) and
+/// this in-memory one rank alike.
+const BM25_K1: f64 = 1.2;
+const BM25_B: f64 = 0.75;
 
 /// Turns texts into vectors. `alembic-runtime` adapts the memory crate's `Embedder` to this
 /// trait (this crate does not depend on the memory crate).
@@ -58,13 +62,68 @@ pub struct SemanticIndex {
     terms: Vec<HashMap<String, u32>>,
     lengths: Vec<usize>,
     document_frequency: HashMap<String, usize>,
-    average_length: f32,
+    average_length: f64,
     /// Present when at least one chunk was embedded.
     vectors: Option<Vec<Option<Vec<f32>>>>,
     /// Model of the configured embedder, even when embedding failed.
     model: Option<String>,
     /// Why chunks were not embedded (the first failing batch), if they were not.
     embed_error: Option<String>,
+}
+
+/// The query's embedding, or why there is none although an embedder is configured.
+pub(crate) struct QueryVector<'a> {
+    pub text: &'a str,
+    pub vector: Option<Vec<f32>>,
+    embedder: Option<&'a dyn CodeEmbedder>,
+    fallback: Option<String>,
+}
+
+impl<'a> QueryVector<'a> {
+    /// Embeds `text` when chunk vectors exist and an embedder is configured; otherwise, or
+    /// when embedding fails, says why the search falls back to lexical (`embed_error`: why
+    /// chunks were not embedded, if they were not).
+    pub(crate) fn new(
+        text: &'a str,
+        chunks_embedded: bool,
+        embedder: Option<&'a dyn CodeEmbedder>,
+        embed_error: &Option<String>,
+    ) -> QueryVector<'a> {
+        let (vector, query_error) = match embedder {
+            Some(e) if chunks_embedded => match e.embed(&[text]) {
+                Ok(mut v) => (v.pop().map(normalize), None),
+                Err(err) => (None, Some(err)),
+            },
+            _ => (None, None),
+        };
+        let fallback = match (&vector, embedder) {
+            (Some(_), _) | (None, None) => None,
+            (None, Some(e)) => Some(query_error.or_else(|| embed_error.clone()).map_or_else(
+                || format!("embedder {} returned no vector", e.model_id()),
+                |err| format!("embedder {} failed: {err}", e.model_id()),
+            )),
+        };
+        QueryVector {
+            text,
+            vector,
+            embedder,
+            fallback,
+        }
+    }
+
+    /// The search that ranked `hits` with this query.
+    pub(crate) fn search(self, hits: Vec<SemanticHit>) -> SemanticSearch {
+        SemanticSearch {
+            hits,
+            mode: if self.vector.is_some() {
+                SearchMode::Hybrid
+            } else {
+                SearchMode::Lexical
+            },
+            embedder: self.embedder.map(|e| e.model_id().to_string()),
+            fallback: self.fallback,
+        }
+    }
 }
 
 /// Which ranking a search used.
@@ -154,7 +213,7 @@ impl SemanticIndex {
             }
             terms.push(tf);
         }
-        let average_length = lengths.iter().sum::<usize>() as f32 / lengths.len().max(1) as f32;
+        let average_length = lengths.iter().sum::<usize>() as f64 / lengths.len().max(1) as f64;
         SemanticIndex {
             chunks,
             terms,
@@ -241,34 +300,9 @@ impl SemanticIndex {
         language: Option<&str>,
         embedder: Option<&dyn CodeEmbedder>,
     ) -> SemanticSearch {
-        let (query_vector, query_error) = match (&self.vectors, embedder) {
-            (Some(_), Some(e)) => match e.embed(&[query]) {
-                Ok(mut v) => (v.pop().map(normalize), None),
-                Err(err) => (None, Some(err)),
-            },
-            _ => (None, None),
-        };
-        let fallback = match (&query_vector, embedder) {
-            (Some(_), _) | (None, None) => None,
-            (None, Some(e)) => Some(
-                query_error
-                    .or_else(|| self.embed_error.clone())
-                    .map_or_else(
-                        || format!("embedder {} returned no vector", e.model_id()),
-                        |err| format!("embedder {} failed: {err}", e.model_id()),
-                    ),
-            ),
-        };
-        SemanticSearch {
-            hits: self.rank(query, top_k, language, query_vector.as_deref()),
-            mode: if query_vector.is_some() {
-                SearchMode::Hybrid
-            } else {
-                SearchMode::Lexical
-            },
-            embedder: embedder.map(|e| e.model_id().to_string()),
-            fallback,
-        }
+        let query = QueryVector::new(query, self.vectors.is_some(), embedder, &self.embed_error);
+        let hits = self.rank(query.text, top_k, language, query.vector.as_deref());
+        query.search(hits)
     }
 
     fn rank(
@@ -279,67 +313,52 @@ impl SemanticIndex {
         query_vector: Option<&[f32]>,
     ) -> Vec<SemanticHit> {
         let query_words = words(query);
-        let lexical: Vec<f32> = (0..self.chunks.len())
+        let lexical: Vec<f64> = (0..self.chunks.len())
             .map(|i| self.bm25(i, &query_words))
             .collect();
-        let max_lexical = lexical
-            .iter()
-            .copied()
-            .fold(0.0f32, f32::max)
-            .max(f32::EPSILON);
+        let max_lexical = lexical.iter().copied().fold(0.0f64, f64::max);
         let mut hits: Vec<SemanticHit> = self
             .chunks
             .iter()
             .enumerate()
             .filter(|(_, c)| language.is_none_or(|l| c.language.eq_ignore_ascii_case(l)))
-            .map(|(i, c)| {
-                let lex = lexical[i] / max_lexical;
+            .filter_map(|(i, c)| {
                 let sem = query_vector
                     .zip(self.vectors.as_ref().and_then(|v| v[i].as_ref()))
-                    .map(|(q, v)| dot(q, v).max(0.0));
-                let score = match sem {
-                    Some(s) => 0.5 * lex + 0.5 * s,
-                    None => lex,
-                };
-                SemanticHit {
-                    chunk: c.clone(),
-                    score: round3(score),
-                    lexical: round3(lex),
-                    semantic: sem.map(round3),
-                    preview: preview(&c.text),
-                }
+                    .map(|(q, v)| dot(q, v));
+                let scores = Scores::blend(lexical[i], max_lexical, sem)?;
+                Some(scores.hit(c.clone(), preview(&c.text)))
             })
-            .filter(|h| h.score > 0.0)
             .collect();
-        hits.sort_by(|a, b| {
-            b.score
-                .total_cmp(&a.score)
-                .then(a.chunk.symbol.cmp(&b.chunk.symbol))
-        });
+        // Stable: equal scores and symbols stay in chunk order (path, then place in file).
+        hits.sort_by(by_score);
         hits.truncate(top_k);
         hits
     }
 
-    fn bm25(&self, i: usize, query: &[String]) -> f32 {
-        let n = self.chunks.len() as f32;
-        let len = self.lengths[i] as f32;
+    /// FTS5's `bm25()` of chunk `i` for `query` (positive; FTS5 returns it negated).
+    fn bm25(&self, i: usize, query: &[String]) -> f64 {
+        let n = self.chunks.len() as f64;
+        let len = self.lengths[i] as f64;
+        let average = self.average_length;
         query
             .iter()
             .map(|w| {
-                let tf = *self.terms[i].get(w).unwrap_or(&0) as f32;
+                let tf = f64::from(*self.terms[i].get(w).unwrap_or(&0));
                 if tf == 0.0 {
                     return 0.0;
                 }
-                let df = *self.document_frequency.get(w).unwrap_or(&0) as f32;
-                let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
-                idf * tf * (BM25_K1 + 1.0)
-                    / (tf + BM25_K1 * (1.0 - BM25_B + BM25_B * len / self.average_length.max(1.0)))
+                let df = *self.document_frequency.get(w).unwrap_or(&0) as f64;
+                let idf = ((n - df + 0.5) / (df + 0.5)).ln();
+                let idf = if idf <= 0.0 { 1e-6 } else { idf };
+                idf * ((tf * (BM25_K1 + 1.0))
+                    / (tf + BM25_K1 * (1.0 - BM25_B + BM25_B * len / average)))
             })
             .sum()
     }
 }
 
-fn chunks_of(summary: &FileSummary, lines: &[&str], out: &mut Vec<CodeChunk>) {
+pub(crate) fn chunks_of(summary: &FileSummary, lines: &[&str], out: &mut Vec<CodeChunk>) {
     let body = |start: usize, end: usize| -> String {
         let end = end.min(start + MAX_CHUNK_LINES - 1);
         lines
@@ -384,15 +403,15 @@ fn chunks_of(summary: &FileSummary, lines: &[&str], out: &mut Vec<CodeChunk>) {
 }
 
 /// What is embedded for a chunk: its symbol and source text.
-fn embedding_text(c: &CodeChunk) -> String {
+pub(crate) fn embedding_text(c: &CodeChunk) -> String {
     format!("{}\n{}", c.symbol, c.text)
 }
 
-fn preview(text: &str) -> String {
+pub(crate) fn preview(text: &str) -> String {
     text.lines().take(4).collect::<Vec<_>>().join("\n")
 }
 
-fn normalize(mut v: Vec<f32>) -> Vec<f32> {
+pub(crate) fn normalize(mut v: Vec<f32>) -> Vec<f32> {
     let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
     if norm > 0.0 {
         v.iter_mut().for_each(|x| *x /= norm);
@@ -400,12 +419,61 @@ fn normalize(mut v: Vec<f32>) -> Vec<f32> {
     v
 }
 
-fn dot(a: &[f32], b: &[f32]) -> f32 {
+pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
 fn round3(x: f32) -> f32 {
     (x * 1000.0).round() / 1000.0
+}
+
+/// A chunk's scores as shown: lexical normalised by the best lexical score of the query over
+/// every chunk, blended half and half with the cosine similarity when the chunk has a vector.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Scores {
+    score: f32,
+    lexical: f32,
+    semantic: Option<f32>,
+}
+
+impl Scores {
+    /// The scores of a chunk with BM25 `raw` (best of the query: `max`) and cosine `cosine`;
+    /// `None` when the shown score is 0.
+    pub(crate) fn blend(raw: f64, max: f64, cosine: Option<f32>) -> Option<Scores> {
+        let lex = (raw / max.max(f64::from(f32::EPSILON))) as f32;
+        let sem = cosine.map(|c| c.max(0.0));
+        let score = match sem {
+            Some(s) => 0.5 * lex + 0.5 * s,
+            None => lex,
+        };
+        let scores = Scores {
+            score: round3(score),
+            lexical: round3(lex),
+            semantic: sem.map(round3),
+        };
+        (scores.score > 0.0).then_some(scores)
+    }
+
+    pub(crate) fn score(&self) -> f32 {
+        self.score
+    }
+
+    pub(crate) fn hit(self, chunk: CodeChunk, preview: String) -> SemanticHit {
+        SemanticHit {
+            chunk,
+            score: self.score,
+            lexical: self.lexical,
+            semantic: self.semantic,
+            preview,
+        }
+    }
+}
+
+/// Best score first, then by symbol.
+fn by_score(a: &SemanticHit, b: &SemanticHit) -> std::cmp::Ordering {
+    b.score
+        .total_cmp(&a.score)
+        .then(a.chunk.symbol.cmp(&b.chunk.symbol))
 }
 
 #[cfg(test)]
