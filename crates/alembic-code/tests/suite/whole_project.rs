@@ -267,3 +267,31 @@ fn hybrid_search_from_stored_vectors_ranks_like_the_in_memory_index() {
         reference_search(root, Some(&LetterEmbedder))
     );
 }
+
+/// Words with accents, combining marks and non-Latin letters are one FTS5 token each, as
+/// they are one word in memory, so lengths and scores agree.
+#[test]
+fn non_ascii_identifiers_rank_alike_in_rows_and_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root,
+        "calc.py",
+        "class Größe:\n    def berechne_größe(self):\n        return 1\n\n    def café_über(self):\n        return 2\n\ndef नमस्ते_दुनिया():\n    return 'ⓐⓑ'\n\ndef größe_total():\n    return Größe().berechne_größe()\n",
+        1,
+    );
+    let service = Arc::new(CodeService::new(root).unwrap());
+    let mut index = CodeIndex::open(root).unwrap();
+    index.refresh(&|_| {}).unwrap();
+    let guard = alembic_safety::PathGuard::new(root).unwrap();
+    let semantic = SemanticIndex::build(&guard, &index.summaries().unwrap(), None, None);
+    for query in ["größe", "berechne größe", "café", "नमस्ते", "दुनिया total"]
+    {
+        let data = run_tool(&service, "semantic_search_code", &json!({"query": query}))
+            .unwrap()
+            .data;
+        let reference = serde_json::to_value(&semantic.search(query, 10, None, None).hits).unwrap();
+        assert_ne!(reference, json!([]), "{query}");
+        assert_eq!(data["results"], reference, "{query}");
+    }
+}
