@@ -14,7 +14,7 @@ const MAX_CHUNK_LINES: usize = 60;
 /// Chunks embedded at most (the rest stay lexical-only).
 pub const MAX_EMBEDDED_CHUNKS: usize = 20_000;
 /// Texts sent to the embedder at once.
-pub(crate) const EMBED_BATCH: usize = 64;
+const EMBED_BATCH: usize = 64;
 /// BM25 as FTS5's `bm25()` computes it (k1 1.2, b 0.75, idf `ln((N - n + 0.5) / (n + 0.5))`,
 /// at least 1e-6), so the stored index ([`crate::index::CodeIndex::search_chunks`]) and
 /// this in-memory one rank alike.
@@ -241,21 +241,13 @@ impl SemanticIndex {
                 None => missing.push((i, text)),
             }
         }
-        for batch in missing.chunks(EMBED_BATCH) {
-            let refs: Vec<&str> = batch.iter().map(|(_, t)| t.as_str()).collect();
-            // A failing batch leaves those chunks lexical-only rather than failing search.
-            let out = match embedder.embed(&refs) {
-                Ok(out) => out,
-                Err(e) => {
-                    tracing::warn!(error = %e, "code chunk embedding failed; those chunks stay lexical");
-                    self.embed_error.get_or_insert(e);
-                    continue;
-                }
-            };
-            for ((i, _), v) in batch.iter().zip(out) {
-                vectors[*i] = Some(normalize(v));
+        let texts: Vec<&str> = missing.iter().map(|(_, t)| t.as_str()).collect();
+        let Ok(()) = embed_batches(embedder, &texts, &mut self.embed_error, |at, out| {
+            for ((i, _), v) in missing[at..].iter().zip(out) {
+                vectors[*i] = Some(v);
             }
-        }
+            Ok::<(), std::convert::Infallible>(())
+        });
         if vectors.iter().any(Option::is_some) {
             self.vectors = Some(vectors);
         }
@@ -402,6 +394,27 @@ pub(crate) fn chunks_of(summary: &FileSummary, lines: &[&str], out: &mut Vec<Cod
     }
 }
 
+/// Embeds `texts` [`EMBED_BATCH`] at a time and hands each batch's normalised vectors to
+/// `take` with the batch's offset in `texts`. A failing batch is logged and skipped (its
+/// chunks stay lexical-only rather than failing search); the first error is kept in `error`.
+pub(crate) fn embed_batches<E>(
+    embedder: &dyn CodeEmbedder,
+    texts: &[&str],
+    error: &mut Option<String>,
+    mut take: impl FnMut(usize, Vec<Vec<f32>>) -> Result<(), E>,
+) -> Result<(), E> {
+    for (n, batch) in texts.chunks(EMBED_BATCH).enumerate() {
+        match embedder.embed(batch) {
+            Ok(out) => take(n * EMBED_BATCH, out.into_iter().map(normalize).collect())?,
+            Err(e) => {
+                tracing::warn!(error = %e, "code chunk embedding failed; those chunks stay lexical");
+                error.get_or_insert(e);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// What is embedded for a chunk: its symbol and source text.
 pub(crate) fn embedding_text(c: &CodeChunk) -> String {
     format!("{}\n{}", c.symbol, c.text)
@@ -411,7 +424,7 @@ pub(crate) fn preview(text: &str) -> String {
     text.lines().take(4).collect::<Vec<_>>().join("\n")
 }
 
-pub(crate) fn normalize(mut v: Vec<f32>) -> Vec<f32> {
+fn normalize(mut v: Vec<f32>) -> Vec<f32> {
     let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
     if norm > 0.0 {
         v.iter_mut().for_each(|x| *x /= norm);

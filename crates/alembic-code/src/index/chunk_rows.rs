@@ -11,8 +11,8 @@ use alembic_store::rusqlite::{self, Connection, OptionalExtension, params};
 use super::{CodeIndex, IndexError, rows};
 use crate::language::Lang;
 use crate::semantic::{
-    CodeChunk, CodeEmbedder, EMBED_BATCH, MAX_EMBEDDED_CHUNKS, QueryVector, Scores, SemanticSearch,
-    chunks_of, dot, embedding_text, normalize, words,
+    CodeChunk, CodeEmbedder, MAX_EMBEDDED_CHUNKS, QueryVector, Scores, SemanticSearch, chunks_of,
+    dot, embed_batches, embedding_text, words,
 };
 use crate::summary::TypeKind;
 
@@ -90,24 +90,17 @@ impl CodeIndex {
                 Some((p, text))
             })
             .collect();
-        for batch in missing.chunks(EMBED_BATCH) {
-            let refs: Vec<&str> = batch.iter().map(|(_, t)| t.as_str()).collect();
-            let vectors = match embedder.embed(&refs) {
-                Ok(v) => v,
-                Err(e) => {
-                    tracing::warn!(error = %e, "code chunk embedding failed; those chunks stay lexical");
-                    out.embed_error.get_or_insert(e);
-                    continue;
-                }
-            };
+        let texts: Vec<&str> = missing.iter().map(|(_, t)| t.as_str()).collect();
+        let mut error = None;
+        embed_batches(embedder, &texts, &mut error, |at, vectors| {
             let tx = self.conn.unchecked_transaction()?;
-            for ((p, _), v) in batch.iter().zip(vectors) {
-                let v = normalize(v);
+            for ((p, _), v) in missing[at..].iter().zip(vectors) {
                 put_vector(&tx, &p.hash, model, &v)?;
                 out.vectors.push((p.candidate.clone(), v));
             }
-            tx.commit()?;
-        }
+            tx.commit()
+        })?;
+        out.embed_error = error;
         out.vectors
             .sort_by(|(a, _), (b, _)| (&a.path, a.seq).cmp(&(&b.path, b.seq)));
         Ok(out)
