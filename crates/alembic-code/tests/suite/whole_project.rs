@@ -187,6 +187,10 @@ fn whole_project_queries_answer_from_rows_as_from_every_summary_after_edits() {
     std::fs::remove_file(root.join("swift/Sources/Shapes/Circle+Extras.swift")).unwrap();
     let (types, found) = assert_rows_match_full(&rows, root);
     assert!(types > 40 && found >= 5, "{types} {found}");
+
+    // A forced rebuild replaces every row in one transaction (FTS5's `delete-all` included).
+    rows.rebuild(true, &|_| {}).unwrap();
+    assert_eq!(assert_rows_match_full(&rows, root), (types, found));
 }
 
 #[test]
