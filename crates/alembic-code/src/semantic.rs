@@ -40,6 +40,10 @@ pub struct CodeChunk {
     pub file: String,
     pub line: usize,
     pub end_line: usize,
+    /// Last line of `text` (a type's text is its first lines, a body's at most
+    /// `MAX_CHUNK_LINES`), so the text can be cut again from the file.
+    #[serde(skip)]
+    pub text_end: usize,
     #[serde(skip)]
     pub text: String,
 }
@@ -350,47 +354,45 @@ impl SemanticIndex {
     }
 }
 
+/// Lines `start..=end` (1-based) of a file, as far as the file goes.
+pub(crate) fn chunk_text(lines: &[&str], start: usize, end: usize) -> String {
+    lines
+        .get(start.saturating_sub(1)..end.min(lines.len()))
+        .map(|l| l.join("\n"))
+        .unwrap_or_default()
+}
+
 pub(crate) fn chunks_of(summary: &FileSummary, lines: &[&str], out: &mut Vec<CodeChunk>) {
-    let body = |start: usize, end: usize| -> String {
-        let end = end.min(start + MAX_CHUNK_LINES - 1);
-        lines
-            .get(start.saturating_sub(1)..end.min(lines.len()))
-            .map(|l| l.join("\n"))
-            .unwrap_or_default()
-    };
     let lang = summary.language.name();
-    for t in &summary.types {
-        out.push(CodeChunk {
-            symbol: t.name.clone(),
-            kind: t.kind.name(),
+    let chunk = |symbol: String, kind: &'static str, line: usize, end_line: usize, end: usize| {
+        let text_end = end.min(line + MAX_CHUNK_LINES - 1);
+        CodeChunk {
+            symbol,
+            kind,
             language: lang,
             file: summary.path.clone(),
-            line: t.line,
-            end_line: t.end_line,
-            text: body(t.line, t.line + 5),
-        });
+            line,
+            end_line,
+            text_end,
+            text: chunk_text(lines, line, text_end),
+        }
+    };
+    for t in &summary.types {
+        out.push(chunk(
+            t.name.clone(),
+            t.kind.name(),
+            t.line,
+            t.end_line,
+            t.line + 5,
+        ));
         for m in &t.methods {
-            out.push(CodeChunk {
-                symbol: format!("{}.{}", t.name, m.name),
-                kind: "method",
-                language: lang,
-                file: summary.path.clone(),
-                line: m.line,
-                end_line: m.end_line,
-                text: body(m.line, m.end_line),
-            });
+            let symbol = format!("{}.{}", t.name, m.name);
+            out.push(chunk(symbol, "method", m.line, m.end_line, m.end_line));
         }
     }
     for f in &summary.functions {
-        out.push(CodeChunk {
-            symbol: crate::graph::function_key(&summary.path, &f.name),
-            kind: "function",
-            language: lang,
-            file: summary.path.clone(),
-            line: f.line,
-            end_line: f.end_line,
-            text: body(f.line, f.end_line),
-        });
+        let symbol = crate::graph::function_key(&summary.path, &f.name);
+        out.push(chunk(symbol, "function", f.line, f.end_line, f.end_line));
     }
 }
 

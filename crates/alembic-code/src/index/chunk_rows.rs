@@ -11,8 +11,8 @@ use alembic_store::rusqlite::{self, Connection, OptionalExtension, params};
 use super::{CodeIndex, IndexError, rows};
 use crate::language::Lang;
 use crate::semantic::{
-    CodeChunk, CodeEmbedder, MAX_EMBEDDED_CHUNKS, QueryVector, Scores, SemanticSearch, chunks_of,
-    dot, embed_batches, embedding_text, words,
+    CodeChunk, CodeEmbedder, MAX_EMBEDDED_CHUNKS, QueryVector, Scores, SemanticSearch, chunk_text,
+    chunks_of, dot, embed_batches, embedding_text, preview, words,
 };
 use crate::summary::TypeKind;
 
@@ -63,7 +63,7 @@ struct Candidate {
 /// A chunk to embed: where it is and the hash its vector is stored under.
 struct Pending {
     candidate: Candidate,
-    hash: String,
+    hash: Vec<u8>,
 }
 
 impl CodeIndex {
@@ -176,10 +176,21 @@ impl CodeIndex {
         });
         ranked.truncate(top_k);
         let mut hits = Vec::with_capacity(ranked.len());
+        let mut files: HashMap<String, Option<String>> = HashMap::new();
         for (scores, c) in ranked {
-            if let Some((chunk, preview)) = shown_chunk(&self.conn, &c)? {
-                hits.push(scores.hit(chunk, preview));
-            }
+            let Some(chunk) = shown_chunk(&self.conn, &c)? else {
+                continue;
+            };
+            // The preview is cut from the file (refreshed before the query) as at index time.
+            let text = files.entry(c.path).or_insert_with_key(|path| {
+                let bytes = self.guard.read(path).ok()?;
+                Some(String::from_utf8_lossy(&bytes).into_owned())
+            });
+            let preview = text.as_deref().map_or_else(String::new, |text| {
+                let lines: Vec<&str> = text.lines().collect();
+                preview(&chunk_text(&lines, chunk.line, chunk.text_end))
+            });
+            hits.push(scores.hit(chunk, preview));
         }
         Ok(query.search(hits))
     }
@@ -219,7 +230,11 @@ fn first_chunks(conn: &Connection) -> rusqlite::Result<Vec<Pending>> {
     rows.collect()
 }
 
-fn stored_vector(conn: &Connection, hash: &str, model: &str) -> rusqlite::Result<Option<Vec<f32>>> {
+fn stored_vector(
+    conn: &Connection,
+    hash: &[u8],
+    model: &str,
+) -> rusqlite::Result<Option<Vec<f32>>> {
     let blob: Option<Vec<u8>> = conn
         .prepare_cached("select vector from code_chunk_vectors where hash = ?1 and model = ?2")?
         .query_row(params![hash, model], |r| r.get(0))
@@ -231,7 +246,7 @@ fn stored_vector(conn: &Connection, hash: &str, model: &str) -> rusqlite::Result
     }))
 }
 
-fn put_vector(conn: &Connection, hash: &str, model: &str, v: &[f32]) -> rusqlite::Result<()> {
+fn put_vector(conn: &Connection, hash: &[u8], model: &str, v: &[f32]) -> rusqlite::Result<()> {
     let blob: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
     conn.prepare_cached(
         "insert or replace into code_chunk_vectors (hash, model, vector) values (?1, ?2, ?3)",
@@ -270,36 +285,37 @@ fn lexical_matches(
     rows.collect()
 }
 
-/// The chunk and preview a hit shows.
-fn shown_chunk(conn: &Connection, c: &Candidate) -> rusqlite::Result<Option<(CodeChunk, String)>> {
+/// The chunk a hit shows (its text left empty).
+fn shown_chunk(conn: &Connection, c: &Candidate) -> rusqlite::Result<Option<CodeChunk>> {
     let row = conn
-        .prepare_cached("select kind, line, end_line, preview from code_chunks where id = ?1")?
+        .prepare_cached("select kind, line, end_line, text_end from code_chunks where id = ?1")?
         .query_row(params![c.id], |r| {
             Ok((
                 r.get::<_, String>(0)?,
                 r.get::<_, i64>(1)?,
                 r.get::<_, i64>(2)?,
-                r.get::<_, String>(3)?,
+                r.get::<_, i64>(3)?,
             ))
         })
         .optional()?;
-    let Some((kind, line, end_line, preview)) = row else {
+    let Some((kind, line, end_line, text_end)) = row else {
         return Ok(None);
     };
     let (Some(kind), Some(language)) = (static_kind(&kind), Lang::from_name(&c.language)) else {
         tracing::warn!(path = c.path, kind, "undecodable code chunk row");
         return Ok(None);
     };
-    let chunk = CodeChunk {
+    let number = |n: i64| usize::try_from(n).unwrap_or(0);
+    Ok(Some(CodeChunk {
         symbol: c.symbol.clone(),
         kind,
         language: language.name(),
         file: c.path.clone(),
-        line: usize::try_from(line).unwrap_or(0),
-        end_line: usize::try_from(end_line).unwrap_or(0),
+        line: number(line),
+        end_line: number(end_line),
+        text_end: number(text_end),
         text: String::new(),
-    };
-    Ok(Some((chunk, preview)))
+    }))
 }
 
 /// The chunk kind a stored name stands for.

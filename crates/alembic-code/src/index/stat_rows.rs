@@ -4,7 +4,7 @@
 //! of free functions, and its type declarations reduced to what merging types and resolving
 //! parents read: names, kinds, lines, parents, origins, categories and method names) and one
 //! `code_chunks` row per semantic-search chunk (type, method or function: symbol, place,
-//! the first lines as preview and the hash of the text an embedder is given), whose identifier
+//! the last line of its text, and the hash of the text an embedder is given), whose identifier
 //! words are in the FTS5 table `code_chunk_words` (same rowid). Embedding vectors live in
 //! `code_chunk_vectors`, keyed by chunk hash and model, so an unchanged chunk is never
 //! embedded again, whichever file it moves to. All of them are replaced with the summary in
@@ -16,7 +16,7 @@ use alembic_store::rusqlite::{self, Connection, params};
 use sha2::{Digest, Sha256};
 
 use crate::language::Lang;
-use crate::semantic::{CodeChunk, chunks_of, embedding_text, preview, words};
+use crate::semantic::{CodeChunk, chunks_of, embedding_text, words};
 use crate::summary::{FileSummary, Method, TypeDecl};
 
 /// Schema step 4: the rows above. (Step 3 is helper A's call rows.)
@@ -35,8 +35,8 @@ pub(super) const MIGRATION_SQL: &str = "create table code_file_stats (
         language text not null,
         line integer not null,
         end_line integer not null,
-        preview text not null,
-        hash text not null
+        text_end integer not null,
+        hash blob not null
     );
     create index code_chunks_path on code_chunks(path, seq);
     create virtual table code_chunk_words using fts5(
@@ -44,7 +44,7 @@ pub(super) const MIGRATION_SQL: &str = "create table code_file_stats (
         tokenize = \"unicode61 remove_diacritics 0 categories 'L* N* M* So Co'\"
     );
     create table code_chunk_vectors (
-        hash text not null,
+        hash blob not null,
         model text not null,
         vector blob not null,
         primary key (hash, model)
@@ -65,10 +65,10 @@ struct ChunkRow {
     kind: &'static str,
     line: usize,
     end_line: usize,
-    preview: String,
+    text_end: usize,
     /// Identifier words of the symbol, path and text, space-separated (one FTS5 token each).
     words: String,
-    hash: String,
+    hash: Vec<u8>,
 }
 
 /// The extension counted in the overview: `.rs`, or `(none)`.
@@ -98,15 +98,16 @@ fn chunk_row(c: &CodeChunk) -> ChunkRow {
         kind: c.kind,
         line: c.line,
         end_line: c.end_line,
-        preview: preview(&c.text),
+        text_end: c.text_end,
         words: words(&format!("{} {} {}", c.symbol, c.file, c.text)).join(" "),
         hash: chunk_hash(c),
     }
 }
 
-/// The hash a chunk's vector is stored under: of the text the embedder is given.
-pub(crate) fn chunk_hash(c: &CodeChunk) -> String {
-    hex::encode(Sha256::digest(embedding_text(c).as_bytes()))
+/// The hash a chunk's vector is stored under: of the text the embedder is given (the first
+/// 128 bits of its SHA-256).
+pub(crate) fn chunk_hash(c: &CodeChunk) -> Vec<u8> {
+    Sha256::digest(embedding_text(c).as_bytes())[..16].to_vec()
 }
 
 /// Type declarations with only what [`crate::merge`] and parent resolution read (method
@@ -170,7 +171,7 @@ pub(super) fn write_file(
         stats.types
     ])?;
     let mut chunk = conn.prepare_cached(
-        "insert into code_chunks (path, seq, symbol, kind, language, line, end_line, preview, hash)
+        "insert into code_chunks (path, seq, symbol, kind, language, line, end_line, text_end, hash)
          values (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     )?;
     let mut words =
@@ -184,7 +185,7 @@ pub(super) fn write_file(
             summary.language.name(),
             sql_int(c.line),
             sql_int(c.end_line),
-            c.preview,
+            sql_int(c.text_end),
             c.hash
         ])?;
         words.execute(params![conn.last_insert_rowid(), c.words])?;
