@@ -101,6 +101,7 @@ impl CodeIndex {
             tx.commit()
         })?;
         out.embed_error = error;
+        prune_stale(&self.conn, model, out.vectors.len())?;
         out.vectors
             .sort_by(|(a, _), (b, _)| (&a.path, a.seq).cmp(&(&b.path, b.seq)));
         Ok(out)
@@ -244,6 +245,25 @@ fn stored_vector(
             .map(|x| f32::from_le_bytes([x[0], x[1], x[2], x[3]]))
             .collect()
     }))
+}
+
+/// Drops the model's vectors of chunks that no longer exist (edited or deleted since) once
+/// they outnumber the live ones, so the table stays within twice the embedded chunks without
+/// a scan after every change.
+fn prune_stale(conn: &Connection, model: &str, embedded: usize) -> rusqlite::Result<()> {
+    let stored: i64 = conn.query_row(
+        "select count(*) from code_chunk_vectors where model = ?1",
+        params![model],
+        |r| r.get(0),
+    )?;
+    if usize::try_from(stored).unwrap_or(0) > 2 * embedded {
+        conn.execute(
+            "delete from code_chunk_vectors
+             where model = ?1 and hash not in (select hash from code_chunks)",
+            params![model],
+        )?;
+    }
+    Ok(())
 }
 
 fn put_vector(conn: &Connection, hash: &[u8], model: &str, v: &[f32]) -> rusqlite::Result<()> {
