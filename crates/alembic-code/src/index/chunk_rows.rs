@@ -60,6 +60,19 @@ struct Candidate {
     seq: i64,
 }
 
+impl Candidate {
+    /// From a row whose first columns are `id, symbol, language, path, seq`.
+    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Candidate> {
+        Ok(Candidate {
+            id: r.get(0)?,
+            symbol: r.get(1)?,
+            language: r.get(2)?,
+            path: r.get(3)?,
+            seq: r.get(4)?,
+        })
+    }
+}
+
 /// A chunk to embed: where it is and the hash its vector is stored under.
 struct Pending {
     candidate: Candidate,
@@ -218,13 +231,7 @@ fn first_chunks(conn: &Connection) -> rusqlite::Result<Vec<Pending>> {
     let limit = i64::try_from(MAX_EMBEDDED_CHUNKS).unwrap_or(i64::MAX);
     let rows = stmt.query_map(params![limit], |r| {
         Ok(Pending {
-            candidate: Candidate {
-                id: r.get(0)?,
-                symbol: r.get(1)?,
-                language: r.get(2)?,
-                path: r.get(3)?,
-                seq: r.get(4)?,
-            },
+            candidate: Candidate::from_row(r)?,
             hash: r.get(5)?,
         })
     })?;
@@ -291,16 +298,7 @@ fn lexical_matches(
          where code_chunk_words match ?1",
     )?;
     let rows = stmt.query_map(params![expr.join(" OR ")], |r| {
-        Ok((
-            Candidate {
-                id: r.get(0)?,
-                symbol: r.get(1)?,
-                language: r.get(2)?,
-                path: r.get(3)?,
-                seq: r.get(4)?,
-            },
-            r.get::<_, f64>(5)?,
-        ))
+        Ok((Candidate::from_row(r)?, r.get::<_, f64>(5)?))
     })?;
     rows.collect()
 }
