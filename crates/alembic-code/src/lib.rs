@@ -51,7 +51,8 @@ pub use extract::{ParseError, summarize};
 pub use focus::Reach;
 pub use graph::{MethodInfo, ProjectGraph, TypeInfo};
 pub use index::{
-    CodeIndex, IndexChanges, IndexError, IndexPhase, IndexPlan, IndexReport, Progress,
+    ChunkVectors, CodeIndex, IndexChanges, IndexError, IndexPhase, IndexPlan, IndexReport,
+    Progress, ProjectStats,
 };
 pub use language::Lang;
 pub use semantic::{CodeEmbedder, SearchMode, SemanticSearch};

@@ -9,13 +9,20 @@ use serde::Serialize;
 
 use crate::summary::FileSummary;
 
+mod rank;
+
+use rank::by_score;
+pub(crate) use rank::{QueryVector, Scores, dot, embed_batches};
+
 /// Lines of a method body that go into its chunk.
 const MAX_CHUNK_LINES: usize = 60;
 /// Chunks embedded at most (the rest stay lexical-only).
 pub const MAX_EMBEDDED_CHUNKS: usize = 20_000;
-const EMBED_BATCH: usize = 64;
-const BM25_K1: f32 = 1.2;
-const BM25_B: f32 = 0.75;
+/// BM25 as FTS5's `bm25()` computes it (k1 1.2, b 0.75, idf `ln((N - n + 0.5) / (n + 0.5))`,
+/// at least 1e-6), so the stored index ([`crate::index::CodeIndex::search_chunks`]) and
+/// this in-memory one rank alike.
+const BM25_K1: f64 = 1.2;
+const BM25_B: f64 = 0.75;
 
 /// Turns texts into vectors. `alembic-runtime` adapts the memory crate's `Embedder` to this
 /// trait (this crate does not depend on the memory crate).
@@ -36,6 +43,10 @@ pub struct CodeChunk {
     pub file: String,
     pub line: usize,
     pub end_line: usize,
+    /// Last line of `text` (a type's text is its first lines, a body's at most
+    /// `MAX_CHUNK_LINES`), so the text can be cut again from the file.
+    #[serde(skip)]
+    pub text_end: usize,
     #[serde(skip)]
     pub text: String,
 }
@@ -58,7 +69,7 @@ pub struct SemanticIndex {
     terms: Vec<HashMap<String, u32>>,
     lengths: Vec<usize>,
     document_frequency: HashMap<String, usize>,
-    average_length: f32,
+    average_length: f64,
     /// Present when at least one chunk was embedded.
     vectors: Option<Vec<Option<Vec<f32>>>>,
     /// Model of the configured embedder, even when embedding failed.
@@ -154,7 +165,7 @@ impl SemanticIndex {
             }
             terms.push(tf);
         }
-        let average_length = lengths.iter().sum::<usize>() as f32 / lengths.len().max(1) as f32;
+        let average_length = lengths.iter().sum::<usize>() as f64 / lengths.len().max(1) as f64;
         SemanticIndex {
             chunks,
             terms,
@@ -182,21 +193,13 @@ impl SemanticIndex {
                 None => missing.push((i, text)),
             }
         }
-        for batch in missing.chunks(EMBED_BATCH) {
-            let refs: Vec<&str> = batch.iter().map(|(_, t)| t.as_str()).collect();
-            // A failing batch leaves those chunks lexical-only rather than failing search.
-            let out = match embedder.embed(&refs) {
-                Ok(out) => out,
-                Err(e) => {
-                    tracing::warn!(error = %e, "code chunk embedding failed; those chunks stay lexical");
-                    self.embed_error.get_or_insert(e);
-                    continue;
-                }
-            };
-            for ((i, _), v) in batch.iter().zip(out) {
-                vectors[*i] = Some(normalize(v));
+        let texts: Vec<&str> = missing.iter().map(|(_, t)| t.as_str()).collect();
+        let Ok(()) = embed_batches(embedder, &texts, &mut self.embed_error, |at, out| {
+            for ((i, _), v) in missing[at..].iter().zip(out) {
+                vectors[*i] = Some(v);
             }
-        }
+            Ok::<(), std::convert::Infallible>(())
+        });
         if vectors.iter().any(Option::is_some) {
             self.vectors = Some(vectors);
         }
@@ -241,34 +244,9 @@ impl SemanticIndex {
         language: Option<&str>,
         embedder: Option<&dyn CodeEmbedder>,
     ) -> SemanticSearch {
-        let (query_vector, query_error) = match (&self.vectors, embedder) {
-            (Some(_), Some(e)) => match e.embed(&[query]) {
-                Ok(mut v) => (v.pop().map(normalize), None),
-                Err(err) => (None, Some(err)),
-            },
-            _ => (None, None),
-        };
-        let fallback = match (&query_vector, embedder) {
-            (Some(_), _) | (None, None) => None,
-            (None, Some(e)) => Some(
-                query_error
-                    .or_else(|| self.embed_error.clone())
-                    .map_or_else(
-                        || format!("embedder {} returned no vector", e.model_id()),
-                        |err| format!("embedder {} failed: {err}", e.model_id()),
-                    ),
-            ),
-        };
-        SemanticSearch {
-            hits: self.rank(query, top_k, language, query_vector.as_deref()),
-            mode: if query_vector.is_some() {
-                SearchMode::Hybrid
-            } else {
-                SearchMode::Lexical
-            },
-            embedder: embedder.map(|e| e.model_id().to_string()),
-            fallback,
-        }
+        let query = QueryVector::new(query, self.vectors.is_some(), embedder, &self.embed_error);
+        let hits = self.rank(query.text, top_k, language, query.vector.as_deref());
+        query.search(hits)
     }
 
     fn rank(
@@ -279,133 +257,100 @@ impl SemanticIndex {
         query_vector: Option<&[f32]>,
     ) -> Vec<SemanticHit> {
         let query_words = words(query);
-        let lexical: Vec<f32> = (0..self.chunks.len())
+        let lexical: Vec<f64> = (0..self.chunks.len())
             .map(|i| self.bm25(i, &query_words))
             .collect();
-        let max_lexical = lexical
-            .iter()
-            .copied()
-            .fold(0.0f32, f32::max)
-            .max(f32::EPSILON);
+        let max_lexical = lexical.iter().copied().fold(0.0f64, f64::max);
         let mut hits: Vec<SemanticHit> = self
             .chunks
             .iter()
             .enumerate()
             .filter(|(_, c)| language.is_none_or(|l| c.language.eq_ignore_ascii_case(l)))
-            .map(|(i, c)| {
-                let lex = lexical[i] / max_lexical;
+            .filter_map(|(i, c)| {
                 let sem = query_vector
                     .zip(self.vectors.as_ref().and_then(|v| v[i].as_ref()))
-                    .map(|(q, v)| dot(q, v).max(0.0));
-                let score = match sem {
-                    Some(s) => 0.5 * lex + 0.5 * s,
-                    None => lex,
-                };
-                SemanticHit {
-                    chunk: c.clone(),
-                    score: round3(score),
-                    lexical: round3(lex),
-                    semantic: sem.map(round3),
-                    preview: preview(&c.text),
-                }
+                    .map(|(q, v)| dot(q, v));
+                let scores = Scores::blend(lexical[i], max_lexical, sem)?;
+                Some(scores.hit(c.clone(), preview(&c.text)))
             })
-            .filter(|h| h.score > 0.0)
             .collect();
-        hits.sort_by(|a, b| {
-            b.score
-                .total_cmp(&a.score)
-                .then(a.chunk.symbol.cmp(&b.chunk.symbol))
-        });
+        // Stable: equal scores and symbols stay in chunk order (path, then place in file).
+        hits.sort_by(by_score);
         hits.truncate(top_k);
         hits
     }
 
-    fn bm25(&self, i: usize, query: &[String]) -> f32 {
-        let n = self.chunks.len() as f32;
-        let len = self.lengths[i] as f32;
+    /// FTS5's `bm25()` of chunk `i` for `query` (positive; FTS5 returns it negated).
+    fn bm25(&self, i: usize, query: &[String]) -> f64 {
+        let n = self.chunks.len() as f64;
+        let len = self.lengths[i] as f64;
+        let average = self.average_length;
         query
             .iter()
             .map(|w| {
-                let tf = *self.terms[i].get(w).unwrap_or(&0) as f32;
+                let tf = f64::from(*self.terms[i].get(w).unwrap_or(&0));
                 if tf == 0.0 {
                     return 0.0;
                 }
-                let df = *self.document_frequency.get(w).unwrap_or(&0) as f32;
-                let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
-                idf * tf * (BM25_K1 + 1.0)
-                    / (tf + BM25_K1 * (1.0 - BM25_B + BM25_B * len / self.average_length.max(1.0)))
+                let df = *self.document_frequency.get(w).unwrap_or(&0) as f64;
+                let idf = ((n - df + 0.5) / (df + 0.5)).ln();
+                let idf = if idf <= 0.0 { 1e-6 } else { idf };
+                idf * ((tf * (BM25_K1 + 1.0))
+                    / (tf + BM25_K1 * (1.0 - BM25_B + BM25_B * len / average)))
             })
             .sum()
     }
 }
 
-fn chunks_of(summary: &FileSummary, lines: &[&str], out: &mut Vec<CodeChunk>) {
-    let body = |start: usize, end: usize| -> String {
-        let end = end.min(start + MAX_CHUNK_LINES - 1);
-        lines
-            .get(start.saturating_sub(1)..end.min(lines.len()))
-            .map(|l| l.join("\n"))
-            .unwrap_or_default()
-    };
+/// Lines `start..=end` (1-based) of a file, as far as the file goes.
+pub(crate) fn chunk_text(lines: &[&str], start: usize, end: usize) -> String {
+    lines
+        .get(start.saturating_sub(1)..end.min(lines.len()))
+        .map(|l| l.join("\n"))
+        .unwrap_or_default()
+}
+
+pub(crate) fn chunks_of(summary: &FileSummary, lines: &[&str], out: &mut Vec<CodeChunk>) {
     let lang = summary.language.name();
-    for t in &summary.types {
-        out.push(CodeChunk {
-            symbol: t.name.clone(),
-            kind: t.kind.name(),
+    let chunk = |symbol: String, kind: &'static str, line: usize, end_line: usize, end: usize| {
+        let text_end = end.min(line + MAX_CHUNK_LINES - 1);
+        CodeChunk {
+            symbol,
+            kind,
             language: lang,
             file: summary.path.clone(),
-            line: t.line,
-            end_line: t.end_line,
-            text: body(t.line, t.line + 5),
-        });
+            line,
+            end_line,
+            text_end,
+            text: chunk_text(lines, line, text_end),
+        }
+    };
+    for t in &summary.types {
+        out.push(chunk(
+            t.name.clone(),
+            t.kind.name(),
+            t.line,
+            t.end_line,
+            t.line + 5,
+        ));
         for m in &t.methods {
-            out.push(CodeChunk {
-                symbol: format!("{}.{}", t.name, m.name),
-                kind: "method",
-                language: lang,
-                file: summary.path.clone(),
-                line: m.line,
-                end_line: m.end_line,
-                text: body(m.line, m.end_line),
-            });
+            let symbol = format!("{}.{}", t.name, m.name);
+            out.push(chunk(symbol, "method", m.line, m.end_line, m.end_line));
         }
     }
     for f in &summary.functions {
-        out.push(CodeChunk {
-            symbol: crate::graph::function_key(&summary.path, &f.name),
-            kind: "function",
-            language: lang,
-            file: summary.path.clone(),
-            line: f.line,
-            end_line: f.end_line,
-            text: body(f.line, f.end_line),
-        });
+        let symbol = crate::graph::function_key(&summary.path, &f.name);
+        out.push(chunk(symbol, "function", f.line, f.end_line, f.end_line));
     }
 }
 
 /// What is embedded for a chunk: its symbol and source text.
-fn embedding_text(c: &CodeChunk) -> String {
+pub(crate) fn embedding_text(c: &CodeChunk) -> String {
     format!("{}\n{}", c.symbol, c.text)
 }
 
-fn preview(text: &str) -> String {
+pub(crate) fn preview(text: &str) -> String {
     text.lines().take(4).collect::<Vec<_>>().join("\n")
-}
-
-fn normalize(mut v: Vec<f32>) -> Vec<f32> {
-    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if norm > 0.0 {
-        v.iter_mut().for_each(|x| *x /= norm);
-    }
-    v
-}
-
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
-}
-
-fn round3(x: f32) -> f32 {
-    (x * 1000.0).round() / 1000.0
 }
 
 #[cfg(test)]

@@ -7,8 +7,10 @@
 //! [`crate::focus`]); queries over the whole project (overview, code graph, call graph)
 //! load every summary once and keep the full graph, which is then updated incrementally
 //! after a change (only what the changed files reach; see [`ProjectGraph::update`]) when it
-//! is next asked for. The semantic index is rebuilt, re-embedding only chunks whose text
-//! changed.
+//! is next asked for. The overview's counts, the hierarchy and category map without a name,
+//! and semantic search read the per-file stats and chunk rows instead
+//! ([`crate::index::stat_rows`]); chunk vectors are stored by chunk hash, so only chunks whose
+//! text changed are embedded again.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -19,9 +21,10 @@ use alembic_safety::PathGuard;
 
 use crate::focus::Reach;
 use crate::graph::{ProjectGraph, Summaries};
-use crate::index::{CodeIndex, IndexError, IndexPlan, IndexReport, Progress};
-use crate::semantic::{CodeEmbedder, SemanticIndex};
+use crate::index::{ChunkVectors, CodeIndex, IndexError, IndexPlan, IndexReport, Progress};
+use crate::semantic::{CodeEmbedder, SemanticSearch};
 use crate::summary::FileSummary;
+use crate::topology::{EntryPoint, ModuleGraph};
 use crate::watch::TreeWatch;
 
 /// The whole-project graph and the summaries it was built from.
@@ -37,9 +40,10 @@ struct State {
     full: Option<FullGraph>,
     /// Paths changed since `full` was last updated.
     pending: BTreeSet<String>,
-    semantic: Option<Arc<SemanticIndex>>,
-    /// The semantic index before the last change, whose vectors the next build reuses.
-    stale_semantic: Option<Arc<SemanticIndex>>,
+    /// The embedded chunks' vectors, read when a hybrid search first needs them.
+    vectors: Option<Arc<ChunkVectors>>,
+    /// Every type, merged from the stored type skeletons (when `full` is not loaded).
+    types: Option<Arc<ProjectGraph>>,
     graph_build_ms: u64,
     max_file_bytes: Option<u64>,
     /// While set, a query walks the tree only after the watcher saw a change.
@@ -83,8 +87,8 @@ impl CodeService {
                 index: None,
                 full: None,
                 pending: BTreeSet::new(),
-                semantic: None,
-                stale_semantic: None,
+                vectors: None,
+                types: None,
                 graph_build_ms: 0,
                 max_file_bytes: None,
                 watch: None,
@@ -180,8 +184,8 @@ impl CodeService {
     }
 
     /// Refreshes the index (parsing every file again when `force`, in one transaction)
-    /// with `progress`, and drops the graph and semantic index built from the old summaries
-    /// (with `force` the semantic index reuses no vector, so every chunk is embedded again).
+    /// with `progress`, and drops the graphs and vectors read from the old rows (with `force`
+    /// the stored vectors are dropped too, so every chunk is embedded again).
     pub fn rebuild(
         &self,
         force: bool,
@@ -192,12 +196,8 @@ impl CodeService {
         let (report, _) = index.refresh_with(force, progress)?;
         state.full = None;
         state.pending.clear();
-        let old = state.semantic.take();
-        state.stale_semantic = if force {
-            None
-        } else {
-            old.or(state.stale_semantic.take())
-        };
+        state.vectors = None;
+        state.types = None;
         Ok(report)
     }
 
@@ -245,33 +245,87 @@ impl CodeService {
         open_locked(&self.root, &mut state)?.summary(path)
     }
 
-    /// The semantic index over the current summaries.
-    pub fn semantic(&self) -> Result<Arc<SemanticIndex>, IndexError> {
+    /// The stored chunks, with their vectors when an embedder is configured (embedding the
+    /// chunks that have none for its model).
+    pub fn semantic(&self) -> Result<Arc<ChunkVectors>, IndexError> {
         let mut state = self.lock();
         refresh_locked(&self.root, &mut state)?;
-        if let Some(s) = &state.semantic {
-            return Ok(Arc::clone(s));
-        }
-        let loaded = if state.full.is_some() && state.pending.is_empty() {
-            None
-        } else {
-            Some(open_locked(&self.root, &mut state)?.summaries()?)
-        };
-        let summaries: Vec<&FileSummary> = match (&loaded, &state.full) {
-            (Some(loaded), _) => loaded.iter().collect(),
-            (None, Some(full)) => full.summaries.values().collect(),
-            (None, None) => Vec::new(),
-        };
-        let built = Arc::new(SemanticIndex::build(
-            &self.guard,
-            summaries,
-            self.embedder.as_deref(),
-            state.stale_semantic.as_deref(),
-        ));
-        state.stale_semantic = None;
-        state.semantic = Some(Arc::clone(&built));
-        Ok(built)
+        self.vectors_locked(&mut state)
     }
+
+    fn vectors_locked(&self, state: &mut State) -> Result<Arc<ChunkVectors>, IndexError> {
+        if let Some(v) = &state.vectors {
+            return Ok(Arc::clone(v));
+        }
+        let index = open_locked(&self.root, state)?;
+        let vectors = Arc::new(match self.embedder.as_deref() {
+            Some(e) => index.chunk_vectors(e)?,
+            None => ChunkVectors::counted(index.chunk_count()?),
+        });
+        state.vectors = Some(Arc::clone(&vectors));
+        Ok(vectors)
+    }
+
+    /// `semantic_search_code`: the best `top_k` chunks for `query` (of `language` if given)
+    /// from the stored chunks, and how many chunks there are.
+    pub fn semantic_search(
+        &self,
+        query: &str,
+        top_k: usize,
+        language: Option<&str>,
+    ) -> Result<(SemanticSearch, usize), IndexError> {
+        let mut state = self.lock();
+        refresh_locked(&self.root, &mut state)?;
+        let vectors = self.vectors_locked(&mut state)?;
+        let index = open_locked(&self.root, &mut state)?;
+        let found = index.search_chunks(query, top_k, language, Some(&vectors), self.embedder())?;
+        Ok((found, vectors.len()))
+    }
+
+    /// Every type of the project, as the full graph has them (keys, kinds, extensions,
+    /// resolved parents, subclasses and conformers), merged from the stored type skeletons
+    /// rather than every summary; the full graph itself when it is loaded.
+    pub fn type_graph(&self) -> Result<Arc<ProjectGraph>, IndexError> {
+        let mut state = self.lock();
+        refresh_locked(&self.root, &mut state)?;
+        if state.full.is_some() {
+            return full_graph_locked(&self.root, &mut state);
+        }
+        if let Some(g) = &state.types {
+            return Ok(Arc::clone(g));
+        }
+        let skeletons = open_locked(&self.root, &mut state)?.type_skeletons()?;
+        let graph = Arc::new(ProjectGraph::build(&skeletons));
+        state.types = Some(Arc::clone(&graph));
+        Ok(graph)
+    }
+
+    /// File, function, language and extension counts, from the per-file rows.
+    pub fn project_stats(&self) -> Result<crate::index::ProjectStats, IndexError> {
+        let mut state = self.lock();
+        refresh_locked(&self.root, &mut state)?;
+        open_locked(&self.root, &mut state)?.project_stats()
+    }
+
+    /// The module topology (modules, layers, cycles), entry points and call-edge counts.
+    pub fn module_graph(&self) -> Result<ProjectTopology, IndexError> {
+        let g = self.graph()?;
+        Ok(ProjectTopology {
+            modules: g.modules.clone(),
+            entry_points: g.entry_points.clone(),
+            call_edges: g.totals.call_edges,
+            resolved_call_edges: g.totals.resolved_call_edges,
+        })
+    }
+}
+
+/// What the overview shows of the project's structure besides counts of files and types.
+#[derive(Debug, Clone)]
+pub struct ProjectTopology {
+    pub modules: ModuleGraph,
+    pub entry_points: Vec<EntryPoint>,
+    pub call_edges: usize,
+    pub resolved_call_edges: usize,
 }
 
 /// The index, opened on first use.
@@ -328,9 +382,8 @@ fn refresh_locked(root: &Path, state: &mut State) -> Result<IndexReport, IndexEr
         }
     };
     if !changes.is_empty() {
-        if let Some(s) = state.semantic.take() {
-            state.stale_semantic = Some(s);
-        }
+        state.vectors = None;
+        state.types = None;
         if state.full.is_some() {
             state.pending.extend(changes.paths);
         }

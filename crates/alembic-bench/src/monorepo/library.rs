@@ -3,6 +3,7 @@
 //! [`CodeService`] on the indexed tree), later queries, and this process's resident memory
 //! after the mixed queries.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
@@ -12,7 +13,10 @@ use alembic_tools::{Allowlist, Caller, Pipeline, ToolContext, ToolRegistry};
 use anyhow::{Result, bail};
 use serde_json::{Value, json};
 
-use super::{Report, Run, edit_one_file, indexed_paths, median, ms, pick_classes, query_mix};
+use super::{
+    Report, Run, edit_one_file, indexed_paths, label, median, mix_key, ms, pick_classes,
+    pick_method, query_mix, whole_project_queries,
+};
 
 /// Calls code tools in this process, through their registered handlers.
 struct Tools {
@@ -100,9 +104,26 @@ pub(super) fn measure(root: &Path, queries: usize) -> Result<Report> {
         tools.call("get_class_hierarchy", class.clone())?;
         later.push(ms(started.elapsed()));
     }
-    let mix = query_mix(&classes, &paths);
+    let whole = whole_project_queries(&classes[0], &pick_method(root)?);
+    let mut cold_whole_project = Vec::new();
+    for (name, args) in &whole {
+        let started = Instant::now();
+        Tools::new(root)?.call(name, args.clone())?;
+        let run = Run {
+            wall_ms: ms(started.elapsed()),
+            ..Run::default()
+        };
+        cold_whole_project.push((label(name, args), run));
+    }
+    let mix = query_mix(&classes, &paths, &whole);
+    let mut times: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     for (name, args) in mix.iter().cycle().take(queries) {
+        let started = Instant::now();
         tools.call(name, args.clone())?;
+        times
+            .entry(mix_key(name, args))
+            .or_default()
+            .push(ms(started.elapsed()));
     }
     Ok(Report {
         mode: "library",
@@ -110,10 +131,12 @@ pub(super) fn measure(root: &Path, queries: usize) -> Result<Report> {
         one_file_reindex,
         class_name: classes[0].clone(),
         cold_query,
+        cold_whole_project,
         first_query_ms,
         later_query_ms_p50: median(later),
         mixed_queries: queries,
         rss_after_queries_mb: rss_mb(),
+        mix_p50_ms: times.into_iter().map(|(k, v)| (k, median(v))).collect(),
         missing: vec![
             "peak RSS of index and cold query (needs the alembic binary: --alembic)".to_string(),
             "search_project_code vs rg (needs the alembic binary)".to_string(),

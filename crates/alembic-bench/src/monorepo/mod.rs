@@ -4,9 +4,12 @@
 //!
 //! - full `alembic index`: wall, CPU, peak RSS, database size;
 //! - `alembic index` after one file changed: wall, peak RSS;
-//! - one cold `alembic tools call get_class_hierarchy`: wall, peak RSS;
+//! - one cold `alembic tools call get_class_hierarchy`: wall, peak RSS; and one cold call of
+//!   each whole-project query ([`whole_project_queries`]: overview, hierarchy and category map
+//!   without a name, semantic search, call graph, code graph search, impact and topology);
 //! - `alembic mcp`: first and later graph query latency, resident memory after a mix of
-//!   queries;
+//!   queries (type queries, file summaries, searches and the whole-project queries), and the
+//!   median latency of each tool in that mix;
 //! - `search_project_code` (through the MCP server) against `rg` with the same rules
 //!   (case-insensitive, same skipped files) on the same tree: medians of 7 interleaved
 //!   rounds, a ratio measured in the same run, as the conventions ask.
@@ -19,6 +22,7 @@
 mod library;
 mod process;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -59,10 +63,14 @@ pub struct Report {
     /// The class the graph queries ask about (a unique name with many subclasses).
     pub class_name: String,
     pub cold_query: Run,
+    /// One cold call of each whole-project query: (tool and arguments, run).
+    pub cold_whole_project: Vec<(String, Run)>,
     pub first_query_ms: f64,
     pub later_query_ms_p50: f64,
     pub mixed_queries: usize,
     pub rss_after_queries_mb: Option<f64>,
+    /// Median latency of each tool in the mixed queries (MCP, or in process).
+    pub mix_p50_ms: BTreeMap<String, f64>,
     pub search_ms: Option<f64>,
     pub rg_ms: Option<f64>,
     /// Rows that could not be measured, and why.
@@ -194,8 +202,13 @@ fn indexed_paths(root: &Path, n: usize) -> Result<Vec<String>> {
     Ok(paths)
 }
 
-/// The mixed queries: (tool, arguments), cycled.
-fn query_mix(classes: &[String], paths: &[String]) -> Vec<(&'static str, serde_json::Value)> {
+/// The mixed queries: (tool, arguments), cycled. Every class brings its type queries, a
+/// file summary and a search; every fifth also one whole-project query, in turn.
+fn query_mix(
+    classes: &[String],
+    paths: &[String],
+    whole: &[(&'static str, serde_json::Value)],
+) -> Vec<(&'static str, serde_json::Value)> {
     use serde_json::json;
     let mut mix = Vec::new();
     for (i, class) in classes.iter().enumerate() {
@@ -209,8 +222,64 @@ fn query_mix(classes: &[String], paths: &[String]) -> Vec<(&'static str, serde_j
             "search_project_code",
             json!({"pattern": class, "maxResults": 20}),
         ));
+        if i % 5 == 0 {
+            mix.extend(whole.get(i / 5 % whole.len().max(1)).cloned());
+        }
     }
     mix
+}
+
+/// The queries over the whole project (issue 17 item 1), about `class` and `method` (a
+/// `Type.method` key of the tree).
+fn whole_project_queries(class: &str, method: &str) -> Vec<(&'static str, serde_json::Value)> {
+    use serde_json::json;
+    vec![
+        ("get_project_overview", json!({})),
+        ("get_class_hierarchy", json!({})),
+        ("get_category_map", json!({})),
+        (
+            "semantic_search_code",
+            json!({"query": format!("{class} {method}")}),
+        ),
+        ("query_call_graph", json!({"methodName": method})),
+        (
+            "query_code_graph",
+            json!({"action": "search", "entity_id": class}),
+        ),
+        (
+            "query_code_graph",
+            json!({"action": "impact", "entity_id": class}),
+        ),
+        ("query_code_graph", json!({"action": "topology"})),
+    ]
+}
+
+/// A method key (`Type.method`) of the tree, from the stored chunks.
+fn pick_method(root: &Path) -> Result<String> {
+    let conn = alembic_store::open_project(root)?;
+    conn.query_row(
+        "select symbol from code_chunks where kind = 'method' order by path, seq limit 1",
+        [],
+        |r| r.get(0),
+    )
+    .context("the tree has no method")
+}
+
+/// The tool a mixed query's latency is counted under: its name, with the action for
+/// `query_code_graph` and `(whole project)` for those without a class name.
+fn mix_key(name: &str, args: &serde_json::Value) -> String {
+    match (args["action"].as_str(), args.get("className")) {
+        (Some(action), _) => format!("{name} {action}"),
+        (None, None) if matches!(name, "get_class_hierarchy" | "get_category_map") => {
+            format!("{name} (whole project)")
+        }
+        _ => name.to_string(),
+    }
+}
+
+/// A label for a query in the report: the tool and its arguments.
+fn label(name: &str, args: &serde_json::Value) -> String {
+    format!("{name} {args}")
 }
 
 fn ms(d: std::time::Duration) -> f64 {
@@ -261,6 +330,21 @@ pub fn render(r: &Report) -> String {
     ];
     for row in rows {
         out.push_str(&format!("  {row}\n"));
+    }
+    for (query, run) in &r.cold_whole_project {
+        out.push_str(&format!(
+            "  cold {query}: {:.0} ms, peak RSS {}\n",
+            run.wall_ms,
+            mb(run.peak_rss_mb)
+        ));
+    }
+    if !r.mix_p50_ms.is_empty() {
+        let each: Vec<String> = r
+            .mix_p50_ms
+            .iter()
+            .map(|(tool, p50)| format!("{tool} {p50:.1}"))
+            .collect();
+        out.push_str(&format!("  mixed queries, p50 ms: {}\n", each.join(", ")));
     }
     if let (Some(s), Some(rg)) = (r.search_ms, r.rg_ms) {
         out.push_str(&format!(

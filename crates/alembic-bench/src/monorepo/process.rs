@@ -2,6 +2,7 @@
 //! time, CPU time and peak RSS (`VmHWM`) are sampled from `/proc` every 10 ms; the MCP rows
 //! talk to one `alembic mcp` server over stdio.
 
+use std::collections::BTreeMap;
 use std::io::Read as _;
 use std::path::Path;
 use std::process::Stdio;
@@ -10,7 +11,10 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
-use super::{Report, Run, edit_one_file, indexed_paths, median, ms, pick_classes, query_mix};
+use super::{
+    Report, Run, edit_one_file, indexed_paths, label, median, mix_key, ms, pick_classes,
+    pick_method, query_mix, whole_project_queries,
+};
 use crate::mcp::{answer, command, handshake, send, spawn_server};
 
 /// Clock ticks per second of `/proc/<pid>/stat` (`USER_HZ`, 100 on Linux).
@@ -101,16 +105,27 @@ pub(super) fn measure(alembic: &Path, root: &Path, queries: usize) -> Result<Rep
             &class.to_string(),
         ],
     )?;
+    let whole = whole_project_queries(&classes[0], &pick_method(root)?);
+    let mut cold_whole_project = Vec::new();
+    for (name, args) in &whole {
+        let (run, _) = run_alembic(
+            alembic,
+            root,
+            &["tools", "call", name, "--args", &args.to_string()],
+        )?;
+        cold_whole_project.push((label(name, args), run));
+    }
     let mut report = Report {
         mode: "process",
         full_index,
         one_file_reindex,
         class_name: classes[0].clone(),
         cold_query,
+        cold_whole_project,
         mixed_queries: queries,
         ..Report::default()
     };
-    mcp_rows(alembic, root, &classes, &paths, &mut report)?;
+    mcp_rows(alembic, root, &classes, &paths, &whole, &mut report)?;
     Ok(report)
 }
 
@@ -120,6 +135,7 @@ fn mcp_rows(
     root: &Path,
     classes: &[String],
     paths: &[String],
+    whole: &[(&'static str, Value)],
     report: &mut Report,
 ) -> Result<()> {
     let (mut child, mut stdin, mut stdout) = spawn_server(alembic, root)?;
@@ -141,10 +157,13 @@ fn mcp_rows(
         .map(|_| call("get_class_hierarchy", &class))
         .collect::<Result<_>>()?;
     report.later_query_ms_p50 = median(later);
-    let mix = query_mix(classes, paths);
+    let mix = query_mix(classes, paths, whole);
+    let mut times: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     for (name, args) in mix.iter().cycle().take(report.mixed_queries) {
-        call(name, args)?;
+        let took = call(name, args)?;
+        times.entry(mix_key(name, args)).or_default().push(took);
     }
+    report.mix_p50_ms = times.into_iter().map(|(k, v)| (k, median(v))).collect();
     report.rss_after_queries_mb = rss_mb_of(child.id());
     // Ours and rg interleaved, so both see the same load and page cache; medians.
     let pattern = "impl Default for";

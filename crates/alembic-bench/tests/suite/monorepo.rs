@@ -29,6 +29,35 @@ fn the_monorepo_benchmark_measures_every_library_row_on_a_small_tree() {
     ] {
         assert!(value > 0.0, "{row}: {value}");
     }
+    let cold: Vec<&str> = report
+        .cold_whole_project
+        .iter()
+        .map(|(query, _)| query.split(' ').next().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        cold,
+        [
+            "get_project_overview",
+            "get_class_hierarchy",
+            "get_category_map",
+            "semantic_search_code",
+            "query_call_graph",
+            "query_code_graph",
+            "query_code_graph",
+            "query_code_graph",
+        ]
+    );
+    assert!(
+        report
+            .cold_whole_project
+            .iter()
+            .all(|(_, run)| run.wall_ms > 0.0)
+    );
+    assert!(
+        report.mix_p50_ms.contains_key("get_project_overview"),
+        "{:?}",
+        report.mix_p50_ms
+    );
     assert!(report.full_index.cpu_ms.is_some());
     assert!(report.rss_after_queries_mb.is_some_and(|mb| mb > 1.0));
     assert_eq!(report.missing.len(), 2, "{:?}", report.missing);
@@ -40,6 +69,9 @@ fn the_monorepo_benchmark_measures_every_library_row_on_a_small_tree() {
         "graph query: first ",
         "resident memory after 12 mixed queries: ",
         "not measured: search_project_code vs rg",
+        "cold get_project_overview {}: ",
+        "cold query_code_graph {\"action\":\"topology\"}: ",
+        "mixed queries, p50 ms: ",
     ] {
         assert!(text.contains(row), "{row} missing from\n{text}");
     }

@@ -431,10 +431,7 @@ impl ProjectGraph {
 
     /// Counts a file in (or out of) the per-language, per-extension and per-module totals.
     fn count_file(&mut self, file: &FileSummary, add: bool) {
-        let ext = std::path::Path::new(&file.path)
-            .extension()
-            .and_then(|e| e.to_str())
-            .map_or_else(|| "(none)".to_string(), |e| format!(".{e}"));
+        let ext = crate::index::stat_rows::extension_of(&file.path);
         let step = |n: &mut usize| {
             *n = if add { *n + 1 } else { n.saturating_sub(1) };
         };

@@ -11,8 +11,12 @@
 //! In memory the index keeps only each file's mtime, size and hash; summaries are read
 //! from the database when asked for.
 
+mod chunk_rows;
 mod refresh;
 pub(crate) mod rows;
+pub(crate) mod stat_rows;
+
+pub use chunk_rows::ChunkVectors;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -32,8 +36,9 @@ pub const COMPONENT: &str = "code";
 
 /// Bumped whenever [`FileSummary`] or the extractors change, so old rows are re-parsed.
 /// Version 2 added the declaration and parent rows ([`rows`]); version 3 resolves import
-/// aliases and qualified names of parents (the rows hold de-aliased simple names).
-pub const SUMMARY_VERSION: &str = "3";
+/// aliases and qualified names of parents (the rows hold de-aliased simple names); version 4
+/// added the stats and chunk rows whole-project queries read ([`stat_rows`]).
+pub const SUMMARY_VERSION: &str = "4";
 
 /// Files larger than this are not parsed (generated code, bundles, data) unless the
 /// project's `[index] max_file_bytes` says otherwise.
@@ -122,6 +127,18 @@ impl IndexPlan {
             ..IndexPlan::default()
         }
     }
+}
+
+/// Counts of the whole project the overview shows, from the per-file rows.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ProjectStats {
+    pub files: usize,
+    /// Free functions.
+    pub functions: usize,
+    /// Files per language.
+    pub languages: BTreeMap<Lang, usize>,
+    /// Files per extension (`.rs`, `(none)`).
+    pub extensions: BTreeMap<String, usize>,
 }
 
 /// The phases of a refresh, in order.
@@ -357,6 +374,23 @@ impl CodeIndex {
     /// Indexed files of one language.
     pub(crate) fn files_in_language(&self, lang: Lang) -> Result<Vec<String>, IndexError> {
         Ok(rows::files_in_language(&self.conn, lang.name())?)
+    }
+
+    /// Files, functions, languages and extensions, from the per-file rows.
+    pub fn project_stats(&self) -> Result<ProjectStats, IndexError> {
+        let (files, functions) = stat_rows::file_totals(&self.conn)?;
+        Ok(ProjectStats {
+            files,
+            functions,
+            languages: stat_rows::languages(&self.conn)?,
+            extensions: stat_rows::extensions(&self.conn)?,
+        })
+    }
+
+    /// Every file declaring a type, as a summary holding only its type skeleton (what
+    /// merging types and resolving parents read), in path order.
+    pub fn type_skeletons(&self) -> Result<Vec<FileSummary>, IndexError> {
+        Ok(stat_rows::type_skeletons(&self.conn)?)
     }
 
     /// Every type key of the full project graph, from the declaration rows alone.

@@ -16,6 +16,7 @@ use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
 use super::rows::{self, FileRow};
+use super::stat_rows::{FileStats, file_stats};
 use super::{
     CodeIndex, FileRecord, IndexChanges, IndexError, IndexPhase, IndexReport, Progress, SkippedFile,
 };
@@ -34,6 +35,7 @@ enum Checked {
         hash: String,
         summary: FileSummary,
         json: String,
+        stats: Box<FileStats>,
     },
     /// Left out; `was_indexed` when the index held it before (a removal).
     Skipped {
@@ -88,11 +90,16 @@ impl FileReader<'_> {
             path: found.rel.clone(),
             source,
         })?;
+        let stats = file_stats(&summary, &text).map_err(|source| IndexError::Encode {
+            path: found.rel.clone(),
+            source,
+        })?;
         Ok(Checked::Parsed {
             found,
             hash,
             summary,
             json,
+            stats: Box::new(stats),
         })
     }
 }
@@ -303,12 +310,14 @@ impl Outcome {
                 hash,
                 summary,
                 json,
+                stats,
             } => {
                 let row = FileRow {
                     mtime_ns: found.mtime_ns,
                     size: found.size,
                     hash: &hash,
                     json: &json,
+                    stats: &stats,
                 };
                 rows::write_file(tx, &summary, &row)?;
                 let record = FileRecord {

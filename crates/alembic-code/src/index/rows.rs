@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use alembic_store::Migration;
 use alembic_store::rusqlite::{self, Connection, OptionalExtension, params};
 
+use super::stat_rows::FileStats;
 use crate::merge::scope_of;
 use crate::summary::FileSummary;
 
@@ -50,11 +51,24 @@ pub(super) const MIGRATIONS: &[Migration] = &[
           create index code_parents_path on code_parents(path);
           create index code_files_language on code_files(language);",
     },
+    // Placeholder for helper A's call rows (schema step 3, same crate); the lead puts A's
+    // step here when both land. Steps must be contiguous.
+    Migration {
+        version: 3,
+        sql: "select 1;",
+    },
+    Migration {
+        version: 4,
+        sql: super::stat_rows::MIGRATION_SQL,
+    },
 ];
 
-/// Deletes every row of the index (summaries, declarations, parents).
+/// Deletes every row of the index (summaries, declarations, parents, stats and chunks).
 pub(super) fn delete_all(conn: &Connection) -> rusqlite::Result<()> {
-    conn.execute_batch("delete from code_files; delete from code_decls; delete from code_parents;")
+    conn.execute_batch(
+        "delete from code_files; delete from code_decls; delete from code_parents;",
+    )?;
+    conn.execute_batch(super::stat_rows::DELETE_ALL)
 }
 
 /// Deletes the rows of one file.
@@ -66,7 +80,7 @@ pub(super) fn delete_file(conn: &Connection, path: &str) -> rusqlite::Result<()>
     ] {
         conn.prepare_cached(sql)?.execute(params![path])?;
     }
-    Ok(())
+    super::stat_rows::delete_file(conn, path)
 }
 
 /// What is stored about one file besides its summary.
@@ -75,6 +89,7 @@ pub(super) struct FileRow<'a> {
     pub size: u64,
     pub hash: &'a str,
     pub json: &'a str,
+    pub stats: &'a FileStats,
 }
 
 /// Replaces the rows of `summary.path` by this summary and its declarations.
@@ -111,7 +126,7 @@ pub(super) fn write_file(
             parent.execute(params![simple_name(p), t.name, path, as_superclass])?;
         }
     }
-    Ok(())
+    super::stat_rows::write_file(conn, summary, row.stats)
 }
 
 /// The simple name a written type name ends with (`a::b::C` and `scope::C` give `C`).

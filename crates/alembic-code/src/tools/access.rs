@@ -482,16 +482,16 @@ fn semantic_search_code(
     let query = non_blank(&args.query, "query")?;
     let top_k = clamped(args.top_k, 1, 20);
     let language = given(args.language.as_deref());
-    let index = service.semantic().map_err(index_error)?;
-    let found = index.search(query, top_k, language, service.embedder());
+    let (found, chunks) = service
+        .semantic_search(query, top_k, language)
+        .map_err(index_error)?;
     let mode = found.mode.name();
     let how = match (&found.embedder, &found.fallback) {
-        (Some(model), None) => format!("{mode} over {} code chunks, embedder {model}", index.len()),
-        (_, Some(reason)) => format!(
-            "{mode} over {} code chunks; {reason}, fell back to lexical",
-            index.len()
-        ),
-        (None, None) => format!("{mode} over {} code chunks", index.len()),
+        (Some(model), None) => format!("{mode} over {chunks} code chunks, embedder {model}"),
+        (_, Some(reason)) => {
+            format!("{mode} over {chunks} code chunks; {reason}, fell back to lexical")
+        }
+        (None, None) => format!("{mode} over {chunks} code chunks"),
     };
     let hits = &found.hits;
     let mut text = format!("{} results for \"{query}\" ({how})\n", hits.len());

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use super::{code_tool, given, index_error, non_blank, not_found, similar};
 use crate::focus::Reach;
-use crate::graph::{ProjectGraph, TypeInfo};
+use crate::graph::{ProjectGraph, Totals, TypeInfo};
 use crate::service::CodeService;
 use crate::summary::TypeKind;
 
@@ -185,9 +185,19 @@ fn ambiguous(what: &str, name: &str, candidates: &[&TypeInfo]) -> ToolError {
     ))
 }
 
+/// Counts come from the per-file rows and the types merged from the stored skeletons;
+/// modules, cycles, entry points and call edges from [`CodeService::module_graph`].
 fn overview(service: &CodeService, _: NoArgs) -> Result<ToolOutput, ToolError> {
-    let g = service.graph().map_err(index_error)?;
-    let t = &g.totals;
+    let stats = service.project_stats().map_err(index_error)?;
+    let types = service.type_graph().map_err(index_error)?;
+    let topology = service.module_graph().map_err(index_error)?;
+    let t = &Totals {
+        files: stats.files,
+        functions: stats.functions,
+        call_edges: topology.call_edges,
+        resolved_call_edges: topology.resolved_call_edges,
+        ..types.totals.clone()
+    };
     let mut text = format!(
         "{} files: {} classes, {} structs, {} enums, {} protocols, {} extensions/categories, {} methods, {} functions; {} call edges ({} resolved)\n",
         t.files,
@@ -201,13 +211,13 @@ fn overview(service: &CodeService, _: NoArgs) -> Result<ToolOutput, ToolError> {
         t.call_edges,
         t.resolved_call_edges
     );
-    let langs: Vec<String> = g
+    let langs: Vec<String> = stats
         .languages
         .iter()
         .map(|(l, n)| format!("{} {n}", l.name()))
         .collect();
     let _ = writeln!(text, "languages: {}", langs.join(", "));
-    let mut modules: Vec<_> = g.modules.modules.values().collect();
+    let mut modules: Vec<_> = topology.modules.modules.values().collect();
     modules.sort_by(|a, b| b.types.cmp(&a.types).then(a.name.cmp(&b.name)));
     let _ = writeln!(
         text,
@@ -221,7 +231,7 @@ fn overview(service: &CodeService, _: NoArgs) -> Result<ToolOutput, ToolError> {
             m.name, m.files, m.types, m.layer
         );
     }
-    let cycles = g.modules.cycles();
+    let cycles = topology.modules.cycles();
     if !cycles.is_empty() {
         let _ = writeln!(
             text,
@@ -233,7 +243,7 @@ fn overview(service: &CodeService, _: NoArgs) -> Result<ToolOutput, ToolError> {
                 .join("; ")
         );
     }
-    let entries: Vec<String> = g
+    let entries: Vec<String> = topology
         .entry_points
         .iter()
         .map(|e| format!("{} ({})", e.file, e.symbol.as_deref().unwrap_or(e.kind)))
@@ -249,15 +259,15 @@ fn overview(service: &CodeService, _: NoArgs) -> Result<ToolOutput, ToolError> {
     );
     let modules_json: Vec<Value> = modules.iter().map(|m| json!({"name": m.name, "files": m.files, "types": m.types, "layer": m.layer, "dependencies": m.dependencies})).collect();
     let data = json!({
-        "totals": t, "languages": g.languages, "extensions": g.extensions, "modules": modules_json,
-        "cycles": cycles, "entryPoints": g.entry_points, "buildMs": service.graph_build_ms(),
+        "totals": t, "languages": stats.languages, "extensions": stats.extensions, "modules": modules_json,
+        "cycles": cycles, "entryPoints": topology.entry_points, "buildMs": service.graph_build_ms(),
     });
     Ok(ToolOutput::new(data, text))
 }
 
 fn hierarchy(service: &CodeService, args: MaybeClassArgs) -> Result<ToolOutput, ToolError> {
     let Some(name) = given(args.class_name.as_deref()) else {
-        let g = service.graph().map_err(index_error)?;
+        let g = service.type_graph().map_err(index_error)?;
         return Ok(root_trees(&g));
     };
     let g = focused(service, name, Reach::subclasses(Some(DESCENDANT_DEPTH)))?;
@@ -519,7 +529,7 @@ fn category_map(service: &CodeService, args: MaybeClassArgs) -> Result<ToolOutpu
             text.trim_end().to_string(),
         ));
     }
-    let g = service.graph().map_err(index_error)?;
+    let g = service.type_graph().map_err(index_error)?;
     let map = g.category_map();
     let mut text = format!(
         "{} types have extensions/categories/impl blocks\n",

@@ -9,3 +9,4 @@ mod semantic;
 mod summaries;
 mod tools;
 mod watch;
+mod whole_project;

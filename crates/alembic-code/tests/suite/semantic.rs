@@ -69,3 +69,45 @@ fn an_edit_re_embeds_only_the_changed_chunks() {
     // Only the new function and the query.
     assert_eq!(embedder.texts.load(Ordering::SeqCst), 6);
 }
+
+/// Vectors of chunks that no longer exist are dropped once they outnumber the live ones.
+#[test]
+fn vectors_of_edited_chunks_do_not_pile_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.py");
+    let service = Arc::new(
+        CodeService::new(dir.path())
+            .unwrap()
+            .with_embedder(Arc::new(CountingEmbedder::default()) as Arc<dyn CodeEmbedder>),
+    );
+    let stored = || {
+        let conn = alembic_store::open_project(dir.path()).unwrap();
+        conn.query_row("select count(*) from code_chunk_vectors", [], |r| {
+            r.get::<_, i64>(0)
+        })
+        .unwrap()
+    };
+    let mut most = 0;
+    for round in 0..6u64 {
+        std::fs::write(
+            &a,
+            format!("class Meter:\n    def read(self):\n        return {round}\n"),
+        )
+        .unwrap();
+        let file = std::fs::File::options().write(true).open(&a).unwrap();
+        file.set_modified(SystemTime::now() + Duration::from_secs(10 + round))
+            .unwrap();
+        let data = run_tool(
+            &service,
+            "semantic_search_code",
+            &json!({"query": "meter read"}),
+        )
+        .unwrap()
+        .data;
+        assert_eq!(data["mode"], json!("hybrid"));
+        most = most.max(stored());
+    }
+    // Two live chunks (Meter, Meter.read), each edit makes two new vectors.
+    assert!(most <= 4, "{most}");
+    assert!(stored() >= 2);
+}
