@@ -141,11 +141,15 @@ fn by_rank(a: &(i64, f64), b: &(i64, f64)) -> std::cmp::Ordering {
     b.1.total_cmp(&a.1).then(a.0.cmp(&b.0))
 }
 
-/// `scored` (seq, score) in rank order, `page` at a time: callers keep the rows a page's filter
-/// lets through and stop once they have enough, so only the best matches are read and only
-/// the pages read are sorted (the rest is only partitioned).
-pub(crate) fn pages(scored: Vec<(i64, f64)>, page: usize) -> impl Iterator<Item = Vec<(i64, f64)>> {
-    let page = page.max(1);
+/// `scored` (seq, score) in rank order, a page at a time, the first `first` long and each
+/// next one twice the last: callers keep the rows a page's filter lets through and stop once
+/// they have enough, so only the best matches are read (a filter that drops many rows costs
+/// a few more, growing, pages) and only the pages read are sorted (the rest is partitioned).
+pub(crate) fn pages(
+    scored: Vec<(i64, f64)>,
+    first: usize,
+) -> impl Iterator<Item = Vec<(i64, f64)>> {
+    let mut page = first.max(1);
     let mut rest = scored;
     std::iter::from_fn(move || {
         if rest.is_empty() {
@@ -157,6 +161,7 @@ pub(crate) fn pages(scored: Vec<(i64, f64)>, page: usize) -> impl Iterator<Item 
         let tail = rest.split_off(page.min(rest.len()));
         let mut head = std::mem::replace(&mut rest, tail);
         head.sort_unstable_by(by_rank);
+        page = page.saturating_mul(2);
         Some(head)
     })
 }
@@ -222,11 +227,11 @@ mod tests {
 
     #[test]
     fn pages_walk_the_ranking_in_order() {
-        let scored = vec![(9, 1.0), (4, 2.0), (7, 3.0), (2, 2.0), (5, 0.5)];
-        let pages: Vec<Vec<i64>> = pages(scored, 2)
+        let scored = vec![(9, 1.0), (4, 2.0), (7, 3.0), (2, 2.0), (5, 0.5), (8, 0.1)];
+        let pages: Vec<Vec<i64>> = pages(scored, 1)
             .map(|p| p.into_iter().map(|r| r.0).collect())
             .collect();
-        // ties (4 and 2 at 2.0) by seq
-        assert_eq!(pages, vec![vec![7, 2], vec![4, 9], vec![5]]);
+        // ties (4 and 2 at 2.0) by seq; pages of 1, 2, 4
+        assert_eq!(pages, vec![vec![7], vec![2, 4], vec![9, 5, 8]]);
     }
 }
