@@ -66,6 +66,14 @@ enum Command {
         /// Operations per client.
         #[arg(long, default_value_t = 250)]
         ops: usize,
+        /// Run on this team instead of a new one: seeded on the first run, reused (not
+        /// seeded again) while it holds at least `--memories` rows, to measure a change
+        /// without waiting for the seed each time.
+        #[arg(long, value_name = "NAME")]
+        team: Option<String>,
+        /// Skip the SQLite comparison.
+        #[arg(long)]
+        postgres_only: bool,
         #[arg(long)]
         json: bool,
     },
@@ -179,6 +187,8 @@ fn main() -> Result<()> {
             memories,
             clients,
             ops,
+            team,
+            postgres_only,
             json,
         } => {
             let options = team_mix::Options {
@@ -186,6 +196,8 @@ fn main() -> Result<()> {
                 memories,
                 clients,
                 ops_per_client: ops,
+                team,
+                postgres_only,
             };
             let report = team_mix::run(&options)?;
             print(json, &report, team_mix::render(&report))

@@ -33,6 +33,11 @@ pub struct Options {
     pub memories: usize,
     pub clients: usize,
     pub ops_per_client: usize,
+    /// A team to run on (seeded unless it already holds `memories` rows); a new one if
+    /// `None`.
+    pub team: Option<String>,
+    /// Skips the SQLite comparison.
+    pub postgres_only: bool,
 }
 
 /// Latency of one kind of operation, in milliseconds.
@@ -75,7 +80,8 @@ pub struct TeamMixReport {
     pub ops_per_client: usize,
     pub retrieve_share: f64,
     pub postgres: MixResult,
-    pub sqlite: MixResult,
+    /// `None` with `postgres_only`.
+    pub sqlite: Option<MixResult>,
 }
 
 /// One client's operation.
@@ -248,17 +254,20 @@ fn summarise(
     })
 }
 
-/// The mix on the team store: a new team seeded through the bulk import (then vacuumed and
-/// analysed, as autovacuum would after a while), then one `PgMemory` per client.
+/// The mix on the team store: a new team (or `options.team`) seeded through the bulk import
+/// (then vacuumed and analysed, as autovacuum would after a while), then one `PgMemory` per
+/// client.
 fn postgres(options: &Options, seeds: &[String]) -> Result<MixResult> {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)?
-        .as_nanos();
-    let team = alembic_team::TeamConfig::new(
-        options.team_url.clone(),
-        format!("bench-mix-{nanos}"),
-        "bench",
-    );
+    let name = match &options.team {
+        Some(name) => name.clone(),
+        None => {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)?
+                .as_nanos();
+            format!("bench-mix-{nanos}")
+        }
+    };
+    let team = alembic_team::TeamConfig::new(options.team_url.clone(), name, "bench");
     let open = || -> Result<alembic_team::PgMemory> {
         Ok(alembic_team::PgMemory::open(
             &team,
@@ -268,6 +277,33 @@ fn postgres(options: &Options, seeds: &[String]) -> Result<MixResult> {
     };
     let mut seeder = open().context("opening the team store")?;
     let start = Instant::now();
+    if already_seeded(&seeder, options.memories)? {
+        eprintln!("team-mix: team {} already seeded", seeder.team());
+    } else {
+        seed(&mut seeder, seeds)?;
+    }
+    let seed_seconds = start.elapsed().as_secs_f64();
+    let run = run_clients(options, seeds, open)?;
+    summarise(
+        "postgres",
+        "one PgMemory (own connection pool) per client thread",
+        seed_seconds,
+        run,
+        &seeder,
+    )
+}
+
+/// True when the team holds at least `memories` current memories (an earlier run seeded it).
+fn already_seeded(store: &alembic_team::PgMemory, memories: usize) -> Result<bool> {
+    let filter = ListFilter {
+        limit: Some(memories),
+        ..ListFilter::default()
+    };
+    Ok(store.list(&filter)?.len() >= memories)
+}
+
+/// Bulk-imports the seed texts, then vacuums and analyses.
+fn seed(seeder: &mut alembic_team::PgMemory, seeds: &[String]) -> Result<()> {
     let now = alembic_base::Clock::now_ms(&SystemClock);
     let mut seeded = 0;
     for chunk in seeds.chunks(10_000) {
@@ -279,15 +315,7 @@ fn postgres(options: &Options, seeds: &[String]) -> Result<MixResult> {
         eprintln!("team-mix: seeded {seeded} team memories");
     }
     seeder.vacuum_analyze()?;
-    let seed_seconds = start.elapsed().as_secs_f64();
-    let run = run_clients(options, seeds, open)?;
-    summarise(
-        "postgres",
-        "one PgMemory (own connection pool) per client thread",
-        seed_seconds,
-        run,
-        &seeder,
-    )
+    Ok(())
 }
 
 /// Every row, archived and superseded ones included.
@@ -368,8 +396,12 @@ pub fn run(options: &Options) -> Result<TeamMixReport> {
     let seeds = seed_texts(options.memories);
     eprintln!("team-mix: postgres");
     let postgres = postgres(options, &seeds)?;
-    eprintln!("team-mix: sqlite");
-    let sqlite = sqlite(options, &seeds)?;
+    let sqlite = if options.postgres_only {
+        None
+    } else {
+        eprintln!("team-mix: sqlite");
+        Some(sqlite(options, &seeds)?)
+    };
     Ok(TeamMixReport {
         memories: options.memories,
         clients: options.clients,
@@ -386,7 +418,10 @@ pub fn render(report: &TeamMixReport) -> String {
          backend   op        count   p50 ms   p95 ms   p99 ms   max ms\n",
         report.memories, report.clients, report.ops_per_client
     );
-    for r in [&report.postgres, &report.sqlite] {
+    let backends: Vec<&MixResult> = std::iter::once(&report.postgres)
+        .chain(report.sqlite.as_ref())
+        .collect();
+    for r in &backends {
         for (op, l) in [("retrieve", &r.retrieve), ("add", &r.add)] {
             out.push_str(&format!(
                 "{:<9} {:<8} {:>6} {:>8.1} {:>8.1} {:>8.1} {:>8.1}\n",
@@ -394,7 +429,7 @@ pub fn render(report: &TeamMixReport) -> String {
             ));
         }
     }
-    for r in [&report.postgres, &report.sqlite] {
+    for r in &backends {
         out.push_str(&format!(
             "{}: {}; seeded in {:.1} s; {:.0} ops/s; errors {}; acknowledged writes {}, lost {}; \
              {} rows after\n",

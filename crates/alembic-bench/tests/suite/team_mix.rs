@@ -39,3 +39,47 @@ fn a_small_team_mix_runs_without_errors_or_lost_writes() {
         assert!(b["rows_after"].as_u64().unwrap() >= 1000, "{backend}: {b}");
     }
 }
+
+/// `--team` seeds a named team once and reuses it after (measuring a change without the
+/// seed each time); `--postgres-only` leaves SQLite out.
+#[test]
+fn a_named_team_is_seeded_once_and_reused() {
+    let url = std::env::var("ALEMBIC_TEST_PG_URL")
+        .expect("ALEMBIC_TEST_PG_URL is not set: run `export ALEMBIC_TEST_PG_URL=$(scripts/setup-postgres)`");
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let team = format!("bench-reuse-{nanos}");
+    let run = || -> Value {
+        let out = Command::cargo_bin("alembic-bench")
+            .unwrap()
+            .args(["team-mix", "--team-url", &url, "--memories", "500"])
+            .args(["--clients", "2", "--ops", "10", "--team", &team])
+            .args(["--postgres-only", "--json"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let first = run();
+    assert_eq!(first["sqlite"], Value::Null, "{first}");
+    let seeded = first["postgres"]["rows_after"].as_u64().unwrap();
+    assert!((500..600).contains(&seeded), "{first}");
+    // not seeded again: the second run adds at most its own few memories
+    let second = run();
+    let after = second["postgres"]["rows_after"].as_u64().unwrap();
+    assert!(
+        (seeded..seeded + 20).contains(&after),
+        "{seeded} then {second}"
+    );
+    assert_eq!(
+        second["postgres"]["lost_writes"].as_u64(),
+        Some(0),
+        "{second}"
+    );
+}

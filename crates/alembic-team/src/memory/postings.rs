@@ -3,10 +3,13 @@
 //! FTS5 computes it, so scores match the local store's.
 //!
 //! Why in the client: aggregating 20,000 postings per query in SQL cost PostgreSQL ~40 ms
-//! of executor time on a loaded machine; reading them as four arrays per term costs it a few
-//! milliseconds and the sum here well under one.
-
-use std::collections::HashMap;
+//! of executor time on a loaded machine. Reading them as four arrays per term is now the
+//! largest part of a retrieval (team-mix at load 7 on 2 cores: ~21,000 postings, p50 29 ms;
+//! the first page of rows 10 ms; the sum here 2 ms). Computing each posting's part in SQL
+//! instead (two arrays) was slower still: PostgreSQL's expression evaluation costs more than
+//! the two arrays it saves. Exact top-k pruning (MaxScore) does not help the common shape of
+//! two topic words and a rare one: the pool's threshold (two topic hits, ~4.2) is below one
+//! topic's bound (idf·(k1+1), ~4.7), so every list must be read anyway.
 
 use sqlx::{PgConnection, Row};
 
@@ -88,13 +91,19 @@ impl Postings {
         Ok(postings)
     }
 
-    /// (seq, BM25) of every matching memory, best first (ties by seq). FTS5's formula: for
-    /// each term, idf·tf·(k1+1) / (tf + k1·(1 − b + b·len/avgdl)), idf = ln((N − n + 0.5) /
-    /// (n + 0.5)) floored at 1e-6, avgdl at least 1.
+    /// (seq, BM25) of every matching memory, in no particular order ([`pages`] ranks them).
+    /// FTS5's formula: for each term, idf·tf·(k1+1) / (tf + k1·(1 − b + b·len/avgdl)),
+    /// idf = ln((N − n + 0.5) / (n + 0.5)) floored at 1e-6, avgdl at least 1.
+    ///
+    /// The terms' contributions are summed per memory after one stable sort by seq: each
+    /// list comes from the index in seq order, so the sort merges a few sorted runs, cheaper
+    /// than hashing some 20,000 postings of two common terms. Each memory's terms are added
+    /// in query order, as before, so scores do not change in the last bit.
     pub(crate) fn bm25(&self, weights: Weights) -> Vec<(i64, f64)> {
         let n_rows = self.rows as f64;
         let avgdl = (self.total_len as f64 / self.rows.max(1) as f64).max(1.0);
-        let mut scores: HashMap<i64, f64> = HashMap::new();
+        let mut parts: Vec<(i64, f64)> =
+            Vec::with_capacity(self.lists.iter().map(|l| l.seqs.len()).sum());
         for list in &self.lists {
             let counted = |i: usize| match weights {
                 Weights::ContentAndContext(ctx) => {
@@ -110,21 +119,51 @@ impl Postings {
             for i in hits {
                 let tf = counted(i);
                 let norm = K1 * (1.0 - B + B * f64::from(list.lens[i]) / avgdl);
-                *scores.entry(list.seqs[i]).or_default() += idf * tf * (K1 + 1.0) / (tf + norm);
+                parts.push((list.seqs[i], idf * tf * (K1 + 1.0) / (tf + norm)));
             }
         }
-        let mut ranked: Vec<(i64, f64)> = scores.into_iter().collect();
-        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        ranked
+        // stable: a memory's parts stay in query-term order
+        parts.sort_by_key(|p| p.0);
+        let mut scores: Vec<(i64, f64)> = Vec::with_capacity(parts.len());
+        for (seq, part) in parts {
+            match scores.last_mut() {
+                Some(last) if last.0 == seq => last.1 += part,
+                _ => scores.push((seq, part)),
+            }
+        }
+        scores
     }
 }
 
-/// The seqs of `ranked`, `page` at a time in rank order: callers keep the rows a page's
-/// filter lets through and stop once they have enough, so only the best matches are read.
-pub(crate) fn pages(ranked: &[(i64, f64)], page: usize) -> impl Iterator<Item = Vec<i64>> + '_ {
-    ranked
-        .chunks(page.max(1))
-        .map(|c| c.iter().map(|r| r.0).collect())
+/// Best first, ties by seq (a total order, so every page is the same whatever the input
+/// order).
+fn by_rank(a: &(i64, f64), b: &(i64, f64)) -> std::cmp::Ordering {
+    b.1.total_cmp(&a.1).then(a.0.cmp(&b.0))
+}
+
+/// `scored` (seq, score) in rank order, a page at a time, the first `first` long and each
+/// next one twice the last: callers keep the rows a page's filter lets through and stop once
+/// they have enough, so only the best matches are read (a filter that drops many rows costs
+/// a few more, growing, pages) and only the pages read are sorted (the rest is partitioned).
+pub(crate) fn pages(
+    scored: Vec<(i64, f64)>,
+    first: usize,
+) -> impl Iterator<Item = Vec<(i64, f64)>> {
+    let mut page = first.max(1);
+    let mut rest = scored;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        if rest.len() > page {
+            rest.select_nth_unstable_by(page - 1, by_rank);
+        }
+        let tail = rest.split_off(page.min(rest.len()));
+        let mut head = std::mem::replace(&mut rest, tail);
+        head.sort_unstable_by(by_rank);
+        page = page.saturating_mul(2);
+        Some(head)
+    })
 }
 
 #[cfg(test)]
@@ -158,6 +197,7 @@ mod tests {
             idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * len / 4.0))
         };
         let check = |got: Vec<(i64, f64)>, want: Vec<(i64, f64)>| {
+            let got: Vec<(i64, f64)> = pages(got, usize::MAX).flatten().collect();
             assert_eq!(
                 got.iter().map(|r| r.0).collect::<Vec<_>>(),
                 want.iter().map(|r| r.0).collect::<Vec<_>>()
@@ -187,8 +227,11 @@ mod tests {
 
     #[test]
     fn pages_walk_the_ranking_in_order() {
-        let ranked = [(7, 3.0), (2, 2.0), (9, 1.0)];
-        let pages: Vec<Vec<i64>> = pages(&ranked, 2).collect();
-        assert_eq!(pages, vec![vec![7, 2], vec![9]]);
+        let scored = vec![(9, 1.0), (4, 2.0), (7, 3.0), (2, 2.0), (5, 0.5), (8, 0.1)];
+        let pages: Vec<Vec<i64>> = pages(scored, 1)
+            .map(|p| p.into_iter().map(|r| r.0).collect())
+            .collect();
+        // ties (4 and 2 at 2.0) by seq; pages of 1, 2, 4
+        assert_eq!(pages, vec![vec![7], vec![2, 4], vec![9, 5, 8]]);
     }
 }

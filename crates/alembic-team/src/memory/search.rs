@@ -25,6 +25,29 @@ use crate::tx::begin_team;
 /// A lexical candidate: seq, rank, updated, importance, vector model, vector.
 type LexRow = (i64, f64, i64, f64, Option<String>, Option<Vec<f32>>);
 
+/// What one retrieval asks of the server, moved to the connection thread.
+struct Lookup {
+    /// The query terms, space-separated (stemmed by the server as the stored text).
+    text: String,
+    scope: Option<&'static str>,
+    kind: Option<&'static str>,
+    now: i64,
+    /// Rows last accessed before this are due for archiving and not retrieved.
+    cutoff: i64,
+    /// The candidate pool.
+    want: usize,
+    context_weight: f64,
+    /// The query's embedding and its model, when an embedder gave one: candidates' vectors
+    /// are read and compared only then.
+    query_vector: Option<(String, Vec<f32>)>,
+}
+
+/// One transaction: the lexical candidates (postings, then the retrievable rows a page at a
+/// time), their ranking (the memory crate's), then the winners loaded and, with `touch`,
+/// their access counts bumped in the same statement. The touch is committed without waiting
+/// for the WAL flush (`synchronous_commit = off` for this transaction only): a server crash
+/// may lose the last few access counts, never a memory or an edit, and the reader does not
+/// wait on the disk for a counter.
 pub(super) fn retrieve(
     pm: &mut PgMemory,
     query: &str,
@@ -35,41 +58,45 @@ pub(super) fn retrieve(
     if terms.is_empty() {
         return Ok(Vec::new());
     }
-    let lexical = lexical(pm, &terms, options, now)?;
-    let semantic = semantic(pm, query, &lexical);
+    let query_vector = pm.embedder.as_ref().and_then(|e| {
+        let v = try_embed(Some(e), &[query])?.into_iter().next()?;
+        Some((e.model_id().to_string(), v))
+    });
+    let lookup = Lookup {
+        text: terms.join(" "),
+        scope: options.scope.map(|s| s.as_str()),
+        kind: options.kind.map(|k| k.as_str()),
+        now,
+        cutoff: pm.archive_cutoff(now),
+        want: pm.config.retrieval.candidate_pool.max(1),
+        context_weight: pm.config.retrieval.context_weight,
+        query_vector,
+    };
     let retriever = MemoryRetriever::new(pm.config.retrieval.clone());
-    let lexical = lexical.iter().map(|r| (r.0, r.1, r.2, r.3)).collect();
-    let candidates = retriever.rank_channels(lexical, semantic, now, options);
-    let seqs: Vec<i64> = candidates.iter().map(|c| c.seq).collect();
-    let touch = options.touch;
-    let mut loaded = pm.run(move |who, pool| async move {
-        let mut conn = begin_team(&pool, &who.team).await?;
-        let found = load_by_seq(&mut conn, &who.team, &seqs).await?;
-        if touch && !found.is_empty() {
-            let ids: Vec<String> = found.values().map(|m| m.id.clone()).collect();
-            sqlx::query(
-                "update team_memories set access_count = access_count + 1, last_accessed = $3
-                 where team = $1 and id = any($2)",
-            )
-            .bind(&who.team)
-            .bind(&ids)
-            .bind(now)
-            .execute(&mut *conn)
-            .await?;
-        }
-        conn.commit().await?;
-        Ok(found)
-    })?;
-    Ok(candidates
-        .into_iter()
-        .filter_map(|c| {
-            loaded.remove(&c.seq).map(|memory| ScoredMemory {
-                memory,
-                score: c.score,
-                parts: c.parts,
+    let options = options.clone();
+    pm.run(move |who, pool| async move {
+        let mut tx = begin_team(&pool, &who.team).await?;
+        let lexical = lexical(&mut tx, &who.team, &lookup).await?;
+        let semantic = lookup
+            .query_vector
+            .as_ref()
+            .map(|(model, q)| semantic(model, q, &lexical));
+        let rows = lexical.iter().map(|r| (r.0, r.1, r.2, r.3)).collect();
+        let candidates = retriever.rank_channels(rows, semantic, now, &options);
+        let seqs: Vec<i64> = candidates.iter().map(|c| c.seq).collect();
+        let mut loaded = load(&mut tx, &who.team, &seqs, options.touch.then_some(now)).await?;
+        tx.commit().await?;
+        Ok(candidates
+            .into_iter()
+            .filter_map(|c| {
+                loaded.remove(&c.seq).map(|memory| ScoredMemory {
+                    memory,
+                    score: c.score,
+                    parts: c.parts,
+                })
             })
-        })
-        .collect())
+            .collect())
+    })
 }
 
 /// The retrievable rows among `$2` (seqs), with what ranking needs: not superseded, not
@@ -84,111 +111,113 @@ const ACTIVE_PAGE: &str = "select seq, updated, importance,
        and (expires_at is null or expires_at > $5) and last_accessed >= $6";
 
 /// The best `candidate_pool` retrievable matches by BM25 (as FTS5 ranks them), with their
-/// vectors when an embedder will re-rank them. Matches are ranked from their postings, then
-/// read a page (twice the pool, as the SQLite ranker's first page) at a time in rank order
-/// until the pool is full, so the result is the same as filtering every match.
-fn lexical(
-    pm: &PgMemory,
-    terms: &[String],
-    options: &RetrieveOptions,
-    now: i64,
-) -> Result<Vec<LexRow>, MemoryError> {
-    let config = pm.config.retrieval.clone();
-    let cutoff = pm.archive_cutoff(now);
-    let (scope, kind) = (
-        options.scope.map(|s| s.as_str()),
-        options.kind.map(|k| k.as_str()),
-    );
-    let text = terms.join(" ");
-    let with_vectors = pm.embedder.is_some();
-    let want = config.candidate_pool.max(1);
-    pm.run(move |who, pool| async move {
-        let mut conn = begin_team(&pool, &who.team).await?;
-        let postings = Postings::fetch(&mut conn, &who.team, &text).await?;
-        let ranked = postings.bm25(Weights::ContentAndContext(config.context_weight));
-        let score: HashMap<i64, f64> = ranked.iter().copied().collect();
-        let mut kept = Vec::with_capacity(want);
-        for seqs in pages(&ranked, want * 2) {
-            let rows = sqlx::query(ACTIVE_PAGE)
-                .bind(&who.team)
-                .bind(&seqs)
-                .bind(scope)
-                .bind(kind)
-                .bind(now)
-                .bind(cutoff)
-                .bind(with_vectors)
-                .fetch_all(&mut *conn)
-                .await?;
-            let mut found: HashMap<i64, LexRow> = rows
-                .iter()
-                .map(|r| lex_row(r, &score))
-                .collect::<Result<_, _>>()?;
-            kept.extend(seqs.iter().filter_map(|s| found.remove(s)));
-            if kept.len() >= want {
-                break;
-            }
+/// vectors when the query has one to compare them with. Matches are ranked from their
+/// postings, then read a page at a time in rank order until the pool is full, so the result
+/// is the same as filtering every match.
+async fn lexical(
+    conn: &mut PgConnection,
+    team: &str,
+    lookup: &Lookup,
+) -> Result<Vec<LexRow>, TeamError> {
+    let postings = Postings::fetch(&mut *conn, team, &lookup.text).await?;
+    let scored = postings.bm25(Weights::ContentAndContext(lookup.context_weight));
+    let want = lookup.want;
+    let mut kept = Vec::with_capacity(want);
+    // a first page a quarter larger than the pool: most matches are retrievable, and each
+    // row a page reads is a random heap read (400 of them were a quarter of a retrieval)
+    for page in pages(scored, want + want / 4) {
+        let seqs: Vec<i64> = page.iter().map(|r| r.0).collect();
+        let rows = sqlx::query(ACTIVE_PAGE)
+            .bind(team)
+            .bind(&seqs)
+            .bind(lookup.scope)
+            .bind(lookup.kind)
+            .bind(lookup.now)
+            .bind(lookup.cutoff)
+            .bind(lookup.query_vector.is_some())
+            .fetch_all(&mut *conn)
+            .await?;
+        let mut found: HashMap<i64, ActiveRow> =
+            rows.iter().map(active_row).collect::<Result<_, _>>()?;
+        kept.extend(page.iter().filter_map(|&(seq, bm25)| {
+            let (updated, importance, model, vector) = found.remove(&seq)?;
+            Some((seq, bm25, updated, importance, model, vector))
+        }));
+        if kept.len() >= want {
+            break;
         }
-        kept.truncate(want);
-        conn.commit().await?;
-        Ok(kept)
-    })
+    }
+    kept.truncate(want);
+    Ok(kept)
 }
 
-fn lex_row(
-    r: &sqlx::postgres::PgRow,
-    score: &HashMap<i64, f64>,
-) -> Result<(i64, LexRow), TeamError> {
-    let seq: i64 = r.try_get(0)?;
-    let bm25 = score.get(&seq).copied().unwrap_or(0.0);
+/// What a page read gives of a retrievable row: updated, importance, vector model, vector.
+type ActiveRow = (i64, f64, Option<String>, Option<Vec<f32>>);
+
+fn active_row(r: &sqlx::postgres::PgRow) -> Result<(i64, ActiveRow), TeamError> {
     Ok((
-        seq,
-        (
-            seq,
-            bm25,
-            r.try_get(1)?,
-            r.try_get(2)?,
-            r.try_get(3)?,
-            r.try_get(4)?,
-        ),
+        r.try_get(0)?,
+        (r.try_get(1)?, r.try_get(2)?, r.try_get(3)?, r.try_get(4)?),
     ))
 }
 
-/// Cosine of the query with each lexical candidate that has a vector of the configured
-/// model; `None` without an embedder or when the query cannot be embedded (lexical only).
-fn semantic(
-    pm: &PgMemory,
-    query: &str,
-    lexical: &[LexRow],
-) -> Option<Vec<alembic_memory::ChannelRow>> {
-    let embedder = pm.embedder.as_ref()?;
-    let q = try_embed(Some(embedder), &[query])?.into_iter().next()?;
-    Some(
-        lexical
-            .iter()
-            .filter(|r| r.4.as_deref() == Some(embedder.model_id()))
-            .filter_map(|r| {
-                let v = r.5.as_ref().filter(|v| v.len() == q.len())?;
-                Some((r.0, cosine(&q, v), r.2, r.3))
-            })
-            .collect(),
-    )
+/// Cosine of the query with each lexical candidate that has a vector of the query's model.
+fn semantic(model: &str, query: &[f32], lexical: &[LexRow]) -> Vec<alembic_memory::ChannelRow> {
+    lexical
+        .iter()
+        .filter(|r| r.4.as_deref() == Some(model))
+        .filter_map(|r| {
+            let v = r.5.as_ref().filter(|v| v.len() == query.len())?;
+            Some((r.0, cosine(query, v), r.2, r.3))
+        })
+        .collect()
 }
 
-async fn load_by_seq(
+/// Loads the ranked memories; with `touch` (the time), bumps their access counts in the same
+/// statement and returns them as they were before (the SQLite store's order: read, then
+/// touch). The bump is committed without waiting for the WAL flush (see [`retrieve`]).
+async fn load(
     conn: &mut PgConnection,
     team: &str,
     seqs: &[i64],
+    touch: Option<i64>,
 ) -> Result<HashMap<i64, Memory>, TeamError> {
-    let sql = concat!(
+    const LOAD: &str = concat!(
         "select ",
         columns!(),
         ", seq from team_memories where team = $1 and seq = any($2)"
     );
-    let rows = sqlx::query(sql)
-        .bind(team)
-        .bind(seqs)
-        .fetch_all(conn)
-        .await?;
+    const LOAD_AND_TOUCH: &str = concat!(
+        "update team_memories t set access_count = t.access_count + 1, last_accessed = $3
+         from (select ",
+        columns!(),
+        ", seq from team_memories where team = $1 and seq = any($2)) prior
+         where t.team = $1 and t.seq = prior.seq
+         returning prior.*"
+    );
+    if seqs.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let rows = match touch {
+        Some(now) => {
+            sqlx::query("select set_config('synchronous_commit', 'off', true)")
+                .execute(&mut *conn)
+                .await?;
+            sqlx::query(LOAD_AND_TOUCH)
+                .bind(team)
+                .bind(seqs)
+                .bind(now)
+                .fetch_all(conn)
+                .await?
+        }
+        None => {
+            sqlx::query(LOAD)
+                .bind(team)
+                .bind(seqs)
+                .fetch_all(conn)
+                .await?
+        }
+    };
     rows.iter()
         .map(|r| Ok((r.try_get(19)?, rows::decode(r)?)))
         .collect()
@@ -258,7 +287,7 @@ async fn comparison_pool(
         return Ok(Vec::new());
     }
     let postings = Postings::fetch(&mut *conn, team, &terms.join(" ")).await?;
-    let ranked = postings.bm25(Weights::ContentOnly);
+    let scored = postings.bm25(Weights::ContentOnly);
     let want = consolidator.config().pool.max(1);
     let sql = concat!(
         "select ",
@@ -268,7 +297,8 @@ async fn comparison_pool(
            and valid_to is null and (expires_at is null or expires_at > $5)"
     );
     let mut kept = Vec::with_capacity(want);
-    for seqs in pages(&ranked, want * 2) {
+    for page in pages(scored, want * 2) {
+        let seqs: Vec<i64> = page.iter().map(|r| r.0).collect();
         let rows = sqlx::query(sql)
             .bind(team)
             .bind(&seqs)

@@ -4,6 +4,7 @@
 mod contract;
 mod knowledge;
 mod ranking;
+mod ranking_random;
 mod row_security;
 mod team;
 mod tools;
