@@ -29,10 +29,12 @@
 //! assert_eq!(graph.inheritance_chain("Circle"), ["Circle", "Base"]);
 //! ```
 
+mod call_view;
 pub mod calls;
 pub mod extract;
 pub mod files;
 pub mod focus;
+mod focus_calls;
 pub mod graph;
 pub mod index;
 pub mod language;

@@ -11,6 +11,7 @@
 //! In memory the index keeps only each file's mtime, size and hash; summaries are read
 //! from the database when asked for.
 
+pub(crate) mod call_rows;
 mod refresh;
 pub(crate) mod rows;
 
@@ -32,8 +33,9 @@ pub const COMPONENT: &str = "code";
 
 /// Bumped whenever [`FileSummary`] or the extractors change, so old rows are re-parsed.
 /// Version 2 added the declaration and parent rows ([`rows`]); version 3 resolves import
-/// aliases and qualified names of parents (the rows hold de-aliased simple names).
-pub const SUMMARY_VERSION: &str = "3";
+/// aliases and qualified names of parents (the rows hold de-aliased simple names); version 4
+/// added the call rows ([`call_rows`]).
+pub const SUMMARY_VERSION: &str = "4";
 
 /// Files larger than this are not parsed (generated code, bundles, data) unless the
 /// project's `[index] max_file_bytes` says otherwise.

@@ -50,11 +50,18 @@ pub(super) const MIGRATIONS: &[Migration] = &[
           create index code_parents_path on code_parents(path);
           create index code_files_language on code_files(language);",
     },
+    Migration {
+        version: 3,
+        sql: super::call_rows::MIGRATION_SQL,
+    },
 ];
 
-/// Deletes every row of the index (summaries, declarations, parents).
+/// Deletes every row of the index (summaries, declarations, parents, call rows).
 pub(super) fn delete_all(conn: &Connection) -> rusqlite::Result<()> {
-    conn.execute_batch("delete from code_files; delete from code_decls; delete from code_parents;")
+    conn.execute_batch(
+        "delete from code_files; delete from code_decls; delete from code_parents;",
+    )?;
+    conn.execute_batch(super::call_rows::DELETE_ALL)
 }
 
 /// Deletes the rows of one file.
@@ -63,7 +70,10 @@ pub(super) fn delete_file(conn: &Connection, path: &str) -> rusqlite::Result<()>
         "delete from code_files where path = ?1",
         "delete from code_decls where path = ?1",
         "delete from code_parents where path = ?1",
-    ] {
+    ]
+    .into_iter()
+    .chain(super::call_rows::DELETE_FILE)
+    {
         conn.prepare_cached(sql)?.execute(params![path])?;
     }
     Ok(())
@@ -111,7 +121,7 @@ pub(super) fn write_file(
             parent.execute(params![simple_name(p), t.name, path, as_superclass])?;
         }
     }
-    Ok(())
+    super::call_rows::write_file(conn, summary)
 }
 
 /// The simple name a written type name ends with (`a::b::C` and `scope::C` give `C`).
