@@ -29,10 +29,11 @@ use crate::calls::resolve::CONSTRUCTORS;
 use crate::calls::{CallIndex, Crowded, MAX_CANDIDATES};
 use crate::focus::{Reach, load, load_around};
 use crate::graph::ProjectGraph;
-use crate::index::call_rows::caller_name;
+use crate::index::call_rows::{SiteRow, caller_name, receiver_kind};
 use crate::index::rows::simple_name;
 use crate::index::{CodeIndex, IndexError};
-use crate::summary::{CallSite, FileSummary};
+use crate::language::Lang;
+use crate::summary::{CallSite, FileSummary, ReceiverKind};
 
 /// A growing set of call sites whose edges are exact, with what resolving them reads.
 pub(crate) struct CallFocus<'i> {
@@ -71,9 +72,17 @@ impl<'i> CallFocus<'i> {
         if !self.callers_asked.insert(key.to_string()) {
             return Ok(());
         }
-        for name in self.callee_names(key)? {
-            for path in self.index.files_calling(&name)? {
-                self.add_sites(&path, |call| call.callee == name)?;
+        let target = self.target(key)?;
+        for name in &target.names {
+            let paths: BTreeSet<String> = self
+                .index
+                .sites_calling(name)?
+                .into_iter()
+                .filter(|row| target.may_resolve_row(name, row))
+                .map(|row| row.path)
+                .collect();
+            for path in paths {
+                self.add_sites(&path, |call| target.may_resolve(call))?;
             }
         }
         Ok(())
@@ -108,26 +117,54 @@ impl<'i> CallFocus<'i> {
         Ok(())
     }
 
-    /// Names a call site resolving to `key` can be written with.
-    fn callee_names(&self, key: &str) -> Result<BTreeSet<String>, IndexError> {
-        let mut names = BTreeSet::new();
+    /// What a call site resolving to `key` can look like.
+    fn target(&self, key: &str) -> Result<Target, IndexError> {
+        let mut target = Target::default();
         if let Some((_, function)) = key.rsplit_once("::") {
-            names.insert(function.to_string());
+            target.names.insert(function.to_string());
+            target.function = true;
+            target.functions_by_name =
+                self.index.callables_named(function)?.functions() <= MAX_CANDIDATES;
         }
         let Some((ty, method)) = key.rsplit_once('.') else {
-            return Ok(names);
+            return Ok(target);
         };
-        names.insert(method.to_string());
+        target.names.insert(method.to_string());
+        target.methods_by_name = self.index.callables_named(method)?.owners.len() <= MAX_CANDIDATES;
         let ty = simple_name(ty);
+        let go =
+            self.index.files_declaring(ty)?.iter().any(|p| {
+                crate::language::Lang::from_path(std::path::Path::new(p)) == Some(Lang::Go)
+            });
+        // Go types conform implicitly, so any Go type may reach a method of an interface.
+        target.below = if go {
+            Below::Any
+        } else {
+            Below::Names(self.names_below(ty, false)?)
+        };
         if CONSTRUCTORS.contains(&method) || method == ty {
-            names.extend(CONSTRUCTORS.iter().map(|c| c.to_string()));
-            let mut level = vec![ty.to_string()];
-            names.insert(ty.to_string());
-            while let Some(n) = level.pop() {
-                for child in self.index.children_of(&n, true)? {
-                    if names.insert(child.clone()) {
-                        level.push(child);
-                    }
+            // Constructors are inherited and called through any subclass's name.
+            target
+                .names
+                .extend(CONSTRUCTORS.iter().map(|c| c.to_string()));
+            target.names.extend(self.names_below(ty, true)?);
+        }
+        Ok(target)
+    }
+
+    /// `name` and the simple names of the types below it (only subclasses when
+    /// `superclass_only`), by the parents their declarations name.
+    fn names_below(
+        &self,
+        name: &str,
+        superclass_only: bool,
+    ) -> Result<BTreeSet<String>, IndexError> {
+        let mut names = BTreeSet::from([name.to_string()]);
+        let mut level = vec![name.to_string()];
+        while let Some(n) = level.pop() {
+            for child in self.index.children_of(&n, superclass_only)? {
+                if names.insert(child.clone()) {
+                    level.push(child);
                 }
             }
         }
@@ -259,4 +296,100 @@ pub(crate) fn types_graph(files: &BTreeMap<String, FileSummary>) -> ProjectGraph
         })
         .collect();
     ProjectGraph::build(&stripped)
+}
+
+/// Which types a method key's type may be reached from.
+#[derive(Debug, Default)]
+enum Below {
+    /// Not a method key.
+    #[default]
+    None,
+    /// These simple names (the type's own and those of every type below it).
+    Names(BTreeSet<String>),
+    /// Any type (Go: conformance is implicit).
+    Any,
+}
+
+impl Below {
+    fn holds(&self, name: Option<&str>) -> bool {
+        match self {
+            Below::None => false,
+            Below::Names(names) => name.is_some_and(|n| names.contains(simple_name(n))),
+            Below::Any => true,
+        }
+    }
+}
+
+/// What a call site must look like to possibly resolve to a key, following the order of
+/// evidence in [`crate::calls`]: a known receiver type leads only to methods of that type
+/// and its ancestors, so the key's type must be it or above it; name-only resolution
+/// reaches the key only when few enough callables share its name.
+#[derive(Debug, Default)]
+struct Target {
+    /// Names the callee may be written with.
+    names: BTreeSet<String>,
+    below: Below,
+    /// The key reads as a free function `path::name`.
+    function: bool,
+    /// At most [`MAX_CANDIDATES`] types have a method of the key's method name.
+    methods_by_name: bool,
+    /// At most [`MAX_CANDIDATES`] free functions have the key's function name.
+    functions_by_name: bool,
+}
+
+impl Target {
+    fn may_resolve(&self, call: &CallSite) -> bool {
+        self.names.contains(&call.callee)
+            && self.may_resolve_shape(
+                call.receiver_kind,
+                call.receiver_type.as_deref(),
+                call.caller_type.as_deref(),
+                &call.callee,
+            )
+    }
+
+    fn may_resolve_row(&self, callee: &str, row: &SiteRow) -> bool {
+        let kind = [
+            ReceiverKind::None,
+            ReceiverKind::SelfRef,
+            ReceiverKind::Super,
+            ReceiverKind::Typed,
+            ReceiverKind::TypeName,
+            ReceiverKind::Unknown,
+        ]
+        .into_iter()
+        .find(|k| receiver_kind(*k) == row.receiver_kind);
+        // An unknown kind name (a newer format) keeps the row.
+        kind.is_none_or(|kind| {
+            self.may_resolve_shape(
+                kind,
+                row.receiver_type.as_deref(),
+                row.caller_type.as_deref(),
+                callee,
+            )
+        })
+    }
+
+    fn may_resolve_shape(
+        &self,
+        kind: ReceiverKind,
+        receiver_type: Option<&str>,
+        caller_type: Option<&str>,
+        callee: &str,
+    ) -> bool {
+        let by_name = (self.methods_by_name && !matches!(self.below, Below::None))
+            || (self.function && self.functions_by_name);
+        match kind {
+            ReceiverKind::Typed | ReceiverKind::TypeName => self.below.holds(receiver_type),
+            ReceiverKind::SelfRef => self.below.holds(receiver_type) || by_name,
+            ReceiverKind::Super => true,
+            ReceiverKind::None => {
+                self.function
+                    || by_name
+                    || self.below.holds(caller_type)
+                    || self.below.holds(Some(callee))
+            }
+            ReceiverKind::Unknown => by_name,
+        }
+    }
 }

@@ -68,7 +68,7 @@ pub(crate) fn caller_name(call: &CallSite) -> &str {
     }
 }
 
-fn receiver_kind(kind: ReceiverKind) -> &'static str {
+pub(crate) fn receiver_kind(kind: ReceiverKind) -> &'static str {
     match kind {
         ReceiverKind::None => "none",
         ReceiverKind::SelfRef => "self_ref",
@@ -135,20 +135,32 @@ pub(super) fn write_file(conn: &Connection, summary: &FileSummary) -> rusqlite::
     Ok(())
 }
 
-/// One column of strings from a query with one parameter, deduplicated and sorted.
-fn distinct(conn: &Connection, sql: &str, arg: &str) -> rusqlite::Result<BTreeSet<String>> {
-    let mut stmt = conn.prepare_cached(sql)?;
-    let rows = stmt.query_map(params![arg], |r| r.get::<_, String>(0))?;
-    rows.collect()
+/// A call site shape as the rows hold it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct SiteRow {
+    pub path: String,
+    /// [`receiver_kind`]'s name.
+    pub receiver_kind: String,
+    pub receiver_type: Option<String>,
+    /// Simple name of the calling type.
+    pub caller_type: Option<String>,
 }
 
-/// Files with a call site whose callee is written `callee`.
-pub(super) fn files_calling(conn: &Connection, callee: &str) -> rusqlite::Result<BTreeSet<String>> {
-    distinct(
-        conn,
-        "select distinct path from code_call_sites where callee = ?1",
-        callee,
-    )
+/// The call site shapes whose callee is written `callee`.
+pub(super) fn sites_calling(conn: &Connection, callee: &str) -> rusqlite::Result<Vec<SiteRow>> {
+    let mut stmt = conn.prepare_cached(
+        "select distinct path, receiver_kind, receiver_type, caller_type
+         from code_call_sites where callee = ?1",
+    )?;
+    let rows = stmt.query_map(params![callee], |r| {
+        Ok(SiteRow {
+            path: r.get(0)?,
+            receiver_kind: r.get(1)?,
+            receiver_type: r.get(2)?,
+            caller_type: r.get(3)?,
+        })
+    })?;
+    rows.collect()
 }
 
 /// Files with a call site made from a function or method named `caller_name`, with the
@@ -215,9 +227,9 @@ pub(super) fn all_callables(
 }
 
 impl super::CodeIndex {
-    /// Files with a call site whose callee is written `callee`.
-    pub(crate) fn files_calling(&self, callee: &str) -> Result<BTreeSet<String>, IndexError> {
-        Ok(files_calling(&self.conn, callee)?)
+    /// The call site shapes whose callee is written `callee`.
+    pub(crate) fn sites_calling(&self, callee: &str) -> Result<Vec<SiteRow>, IndexError> {
+        Ok(sites_calling(&self.conn, callee)?)
     }
 
     /// Files with call sites made from a function or method named `caller_name`, with the

@@ -125,6 +125,25 @@ fn crowded_project() -> tempfile::TempDir {
         "export class Shape {\n  constructor() { this.draw(); }\n  draw() { return paint(); }\n}\nexport class Square extends Shape {\n  draw() { return super.draw(); }\n}\nfunction paint() { return new Square(); }\nconst s = new Square();\ns.draw();\n",
         0,
     );
+    // Implicit self into an inherited method whose name is too common to pick by name,
+    // and `this` outside any class (no receiver type: name-only resolution).
+    let jobs: String = (1..=6)
+        .map(|i| format!("class J{i} {{ void start() {{}} }}\n"))
+        .collect();
+    write(
+        root,
+        "java/Jobs.java",
+        &format!(
+            "class Job {{ void start() {{}} }}\nclass Night extends Job {{ void go() {{ start(); }} }}\n{jobs}"
+        ),
+        0,
+    );
+    write(
+        root,
+        "js/loose.js",
+        "function loose() { return this.rare0(); }\nfunction useIt() { return rare2(); }\nclass Pad { rare0() { return 1; } }\n",
+        0,
+    );
     dir
 }
 
