@@ -51,8 +51,8 @@ impl<'i> CallView<'i> {
         }
     }
 
-    /// Transitive callers of `key` up to `max_depth`, nearest first (as
-    /// [`crate::calls::CallIndex::transitive_callers`]), one level at a time.
+    /// Transitive callers of `key` up to `max_depth`, nearest first, reading one level of
+    /// edges at a time.
     pub(crate) fn transitive_callers(
         &mut self,
         key: &str,

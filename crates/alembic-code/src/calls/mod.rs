@@ -355,26 +355,6 @@ impl CallIndex {
     pub fn is_known(&self, key: &str) -> bool {
         self.by_caller.contains_key(key) || self.by_callee.contains_key(key)
     }
-
-    /// Transitive callers of `key` up to `max_depth`, nearest first.
-    pub fn transitive_callers(&self, key: &str, max_depth: usize) -> Vec<(String, usize)> {
-        let mut out = Vec::new();
-        let mut seen = HashSet::from([key.to_string()]);
-        let mut frontier = vec![key.to_string()];
-        for depth in 1..=max_depth {
-            let mut next = Vec::new();
-            for k in &frontier {
-                for e in self.callers(k) {
-                    if seen.insert(e.caller.clone()) {
-                        out.push((e.caller.clone(), depth));
-                        next.push(e.caller.clone());
-                    }
-                }
-            }
-            frontier = next;
-        }
-        out
-    }
 }
 
 /// The module pair a confident, resolved edge counts for in the module graph.

@@ -2,13 +2,14 @@
 //! files it must read, without loading every summary.
 //!
 //! Each file contributes one `code_callables` row per method or free function it defines
-//! (simple name, key as the file alone tells it, kind, owning type's simple name) and one
-//! `code_call_sites` row per distinct call site shape (caller as the file tells it, callee
-//! name as written, receiver type and kind as the summary has them; repeated shapes in one
-//! file are stored once, since the rows only point to files). Both are replaced with the
-//! file's summary in the same transaction, like the declaration rows ([`super::rows`]).
-//! Keys here are not the graph's keys: a method's type key depends on every declaration
-//! of the type's name, so queries resolve keys in a focused graph ([`crate::focus_calls`]).
+//! (simple name, kind, owning type's simple name; its key follows from those and the path)
+//! and one `code_call_sites` row per distinct call site shape (caller's name and type's
+//! simple name, callee name as written, receiver type and kind as the summary has them;
+//! repeated shapes in one file are stored once, since the rows only point to files). Both
+//! are replaced with the file's summary in the same transaction, like the declaration rows
+//! ([`super::rows`]). The rows hold no graph keys: a method's type key depends on every
+//! declaration of the type's name, so queries resolve keys in a focused graph
+//! ([`crate::focus_calls`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -16,13 +17,11 @@ use alembic_store::rusqlite::{self, Connection, params};
 
 use super::IndexError;
 use super::rows::simple_name;
-use crate::graph::function_key;
 use crate::summary::{CallSite, FileSummary, ReceiverKind};
 
 /// Migration step 3: the call rows.
 pub(super) const MIGRATION_SQL: &str = "create table code_callables (
         name text not null,
-        key text not null,
         path text not null,
         kind text not null,
         owner text
@@ -31,7 +30,6 @@ pub(super) const MIGRATION_SQL: &str = "create table code_callables (
     create index code_callables_path on code_callables(path);
     create table code_call_sites (
         path text not null,
-        caller text not null,
         caller_name text not null,
         caller_type text,
         callee text not null,
@@ -83,39 +81,29 @@ pub(crate) fn receiver_kind(kind: ReceiverKind) -> &'static str {
 pub(super) fn write_file(conn: &Connection, summary: &FileSummary) -> rusqlite::Result<()> {
     let path = summary.path.as_str();
     let mut callable = conn.prepare_cached(
-        "insert into code_callables (name, key, path, kind, owner) values (?1, ?2, ?3, ?4, ?5)",
+        "insert into code_callables (name, path, kind, owner) values (?1, ?2, ?3, ?4)",
     )?;
     for f in &summary.functions {
-        callable.execute(params![
-            f.name,
-            function_key(path, &f.name),
-            path,
-            "function",
-            None::<&str>
-        ])?;
+        callable.execute(params![f.name, path, "function", None::<&str>])?;
     }
     for t in summary.types.iter().filter(|t| !t.name.is_empty()) {
         for m in &t.methods {
-            let key = crate::graph::method_key(&t.name, &m.name);
-            callable.execute(params![m.name, key, path, "method", t.name])?;
+            callable.execute(params![m.name, path, "method", t.name])?;
         }
     }
     let mut site = conn.prepare_cached(
         "insert into code_call_sites
-         (path, caller, caller_name, caller_type, callee, receiver_type, receiver_kind)
-         values (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+         (path, caller_name, caller_type, callee, receiver_type, receiver_kind)
+         values (?1, ?2, ?3, ?4, ?5, ?6)",
     )?;
     let mut seen = BTreeSet::new();
     for call in &summary.calls {
         let name = caller_name(call);
         let caller_type = call.caller_type.as_deref().map(simple_name);
-        let caller = match caller_type {
-            Some(t) => crate::graph::method_key(t, name),
-            None => function_key(path, name),
-        };
         let kind = receiver_kind(call.receiver_kind);
         let shape = (
-            caller.clone(),
+            name,
+            caller_type,
             call.callee.as_str(),
             call.receiver_type.as_deref(),
             kind,
@@ -123,7 +111,6 @@ pub(super) fn write_file(conn: &Connection, summary: &FileSummary) -> rusqlite::
         if seen.insert(shape) {
             site.execute(params![
                 path,
-                caller,
                 name,
                 caller_type,
                 call.callee,

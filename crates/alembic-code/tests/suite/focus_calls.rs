@@ -10,6 +10,7 @@ use alembic_code::{CodeService, ProjectGraph};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
+use super::focus::assert_tools_agree;
 use super::incremental::{edit, mixed_project, write};
 
 /// Every key the full graph knows as a callable, caller or callee, and a few it does not.
@@ -159,30 +160,6 @@ fn focused_call_edges_equal_the_full_graph_with_crowded_and_shared_names() {
     std::fs::remove_file(root.join("py/w1.py")).unwrap();
     // Now five `run` methods: name-only resolution picks among them.
     assert_focused_edges_match(root);
-}
-
-/// Runs each tool call against a fresh service (answers from the index's rows) and one
-/// holding the full graph; asserts equal answers (text and data, errors included) and
-/// returns how many were errors.
-fn assert_tools_agree(root: &Path, calls: &[(&str, serde_json::Value)]) -> usize {
-    let focused = std::sync::Arc::new(CodeService::new(root).unwrap());
-    let full = std::sync::Arc::new(CodeService::new(root).unwrap());
-    full.graph().unwrap();
-    // Nothing changes during the comparison: watched services skip the walk per call.
-    assert!(focused.watch() && full.watch());
-    let render = |service: &std::sync::Arc<CodeService>, name: &str, args: &serde_json::Value| {
-        match super::direct::run_tool(service, name, args) {
-            Ok(out) => format!("{}\n{}", out.text, out.data),
-            Err(e) => format!("error: {e}"),
-        }
-    };
-    let mut errors = 0;
-    for (name, args) in calls {
-        let answer = render(&focused, name, args);
-        errors += usize::from(answer.starts_with("error: "));
-        assert_eq!(answer, render(&full, name, args), "{name} {args}");
-    }
-    errors
 }
 
 /// `query_call_graph` for every method key, bare method and function name, in every
