@@ -58,23 +58,52 @@ impl<'i> CallView<'i> {
         key: &str,
         max_depth: usize,
     ) -> Result<Vec<(String, usize)>, IndexError> {
-        let mut out = Vec::new();
-        let mut seen = HashSet::from([key.to_string()]);
-        let mut frontier = vec![key.to_string()];
+        let mut each = self.transitive_callers_of_each(&[key.to_string()], max_depth)?;
+        Ok(each.pop().unwrap_or_default())
+    }
+
+    /// [`CallView::transitive_callers`] of each key, reading the edges of every key's
+    /// level at once (one focused graph per level, not per key and level).
+    pub(crate) fn transitive_callers_of_each(
+        &mut self,
+        keys: &[String],
+        max_depth: usize,
+    ) -> Result<Vec<Vec<(String, usize)>>, IndexError> {
+        struct Walk {
+            out: Vec<(String, usize)>,
+            seen: HashSet<String>,
+            frontier: Vec<String>,
+        }
+        let mut walks: Vec<Walk> = keys
+            .iter()
+            .map(|k| Walk {
+                out: Vec::new(),
+                seen: HashSet::from([k.clone()]),
+                frontier: vec![k.clone()],
+            })
+            .collect();
         for depth in 1..=max_depth {
-            let g = self.edges(&frontier, &[])?;
-            let mut next = Vec::new();
-            for k in &frontier {
-                for e in g.callers(k) {
-                    if seen.insert(e.caller.clone()) {
-                        out.push((e.caller.clone(), depth));
-                        next.push(e.caller.clone());
+            let level: Vec<String> = walks
+                .iter()
+                .flat_map(|w| w.frontier.iter().cloned())
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            let g = self.edges(&level, &[])?;
+            for w in &mut walks {
+                let mut next = Vec::new();
+                for k in &w.frontier {
+                    for e in g.callers(k) {
+                        if w.seen.insert(e.caller.clone()) {
+                            w.out.push((e.caller.clone(), depth));
+                            next.push(e.caller.clone());
+                        }
                     }
                 }
+                w.frontier = next;
             }
-            frontier = next;
         }
-        Ok(out)
+        Ok(walks.into_iter().map(|w| w.out).collect())
     }
 
     /// [`ProjectGraph::find_callables`] over the whole project.

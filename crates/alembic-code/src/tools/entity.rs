@@ -120,12 +120,12 @@ fn callers_and_files(
     t: &TypeInfo,
     depth: usize,
 ) -> Result<(BTreeSet<String>, Vec<String>), IndexError> {
-    let mut callers: BTreeSet<String> = BTreeSet::new();
-    for key in method_keys(t) {
-        for (c, _) in view.transitive_callers(&key, depth)? {
-            callers.insert(c);
-        }
-    }
+    let callers: BTreeSet<String> = view
+        .transitive_callers_of_each(&method_keys(t), depth)?
+        .into_iter()
+        .flatten()
+        .map(|(c, _)| c)
+        .collect();
     let list: Vec<String> = callers.iter().cloned().collect();
     let g = view.edges(&[], &list)?;
     let files = callers
