@@ -264,3 +264,32 @@ fn call_tools_answer_the_same_with_crowded_and_shared_names() {
     let dir = crowded_project();
     assert_call_tools_agree(dir.path());
 }
+
+/// Call rows per table, from the project database.
+fn call_rows(root: &Path) -> (i64, i64) {
+    let conn = alembic_store::open_project(root).unwrap();
+    let count = |table: &str| -> i64 {
+        conn.query_row(&format!("select count(*) from {table}"), [], |r| r.get(0))
+            .unwrap()
+    };
+    (count("code_callables"), count("code_call_sites"))
+}
+
+/// A forced rebuild replaces every call row (a second copy would double the counts that
+/// decide name-only resolution); a deleted file takes its rows along.
+#[test]
+fn call_rows_are_replaced_by_a_forced_rebuild_and_go_with_their_file() {
+    let dir = crowded_project();
+    let root = dir.path();
+    let service = CodeService::new(root).unwrap();
+    service.refresh().unwrap();
+    let before = call_rows(root);
+    assert!(before.0 > 20 && before.1 > 20, "{before:?}");
+    service.rebuild(true, &|_| {}).unwrap();
+    assert_eq!(call_rows(root), before);
+    std::fs::remove_file(root.join("ts/shapes.ts")).unwrap();
+    service.refresh().unwrap();
+    let after = call_rows(root);
+    assert!(after.0 < before.0 && after.1 < before.1, "{after:?}");
+    assert_focused_edges_match(root);
+}
