@@ -265,31 +265,53 @@ fn call_tools_answer_the_same_with_crowded_and_shared_names() {
     assert_call_tools_agree(dir.path());
 }
 
-/// Call rows per table, from the project database.
-fn call_rows(root: &Path) -> (i64, i64) {
+/// Call rows (callables, call sites) of all files, or of one file, from the project
+/// database.
+fn call_rows(root: &Path, path: Option<&str>) -> (i64, i64) {
     let conn = alembic_store::open_project(root).unwrap();
     let count = |table: &str| -> i64 {
-        conn.query_row(&format!("select count(*) from {table}"), [], |r| r.get(0))
-            .unwrap()
+        conn.query_row(
+            &format!("select count(*) from {table} where ?1 is null or path = ?1"),
+            [path],
+            |r| r.get(0),
+        )
+        .unwrap()
     };
     (count("code_callables"), count("code_call_sites"))
 }
 
 /// A forced rebuild replaces every call row (a second copy would double the counts that
-/// decide name-only resolution); a deleted file takes its rows along.
+/// decide name-only resolution); a deleted file takes its rows along, also when an older
+/// summary format makes the index start over.
 #[test]
 fn call_rows_are_replaced_by_a_forced_rebuild_and_go_with_their_file() {
     let dir = crowded_project();
     let root = dir.path();
     let service = CodeService::new(root).unwrap();
     service.refresh().unwrap();
-    let before = call_rows(root);
+    let before = call_rows(root, None);
     assert!(before.0 > 20 && before.1 > 20, "{before:?}");
     service.rebuild(true, &|_| {}).unwrap();
-    assert_eq!(call_rows(root), before);
+    assert_eq!(call_rows(root, None), before);
+    let shapes = call_rows(root, Some("ts/shapes.ts"));
+    assert!(shapes.0 > 2 && shapes.1 > 2, "{shapes:?}");
     std::fs::remove_file(root.join("ts/shapes.ts")).unwrap();
     service.refresh().unwrap();
-    let after = call_rows(root);
-    assert!(after.0 < before.0 && after.1 < before.1, "{after:?}");
+    assert_eq!(call_rows(root, Some("ts/shapes.ts")), (0, 0));
+    assert_focused_edges_match(root);
+
+    // An index of an older summary format starts over: rows of files gone meanwhile go too.
+    let loose = call_rows(root, Some("js/loose.js"));
+    assert!(loose.0 > 0 && loose.1 > 0, "{loose:?}");
+    alembic_store::open_project(root)
+        .unwrap()
+        .execute(
+            "update code_index_meta set value = 'old' where key = 'summary_version'",
+            [],
+        )
+        .unwrap();
+    std::fs::remove_file(root.join("js/loose.js")).unwrap();
+    CodeService::new(root).unwrap().refresh().unwrap();
+    assert_eq!(call_rows(root, Some("js/loose.js")), (0, 0));
     assert_focused_edges_match(root);
 }
