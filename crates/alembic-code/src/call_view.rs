@@ -170,6 +170,29 @@ impl<'i> CallView<'i> {
         Ok(keys)
     }
 
+    /// A graph that answers about the types named `name` as the whole project's does, as
+    /// far as `reach` ([`crate::focus`]).
+    pub(crate) fn around(
+        &mut self,
+        name: &str,
+        reach: crate::focus::Reach,
+    ) -> Result<Arc<ProjectGraph>, IndexError> {
+        match self {
+            CallView::Full(g) => Ok(Arc::clone(g)),
+            CallView::Focused { index, .. } => Ok(Arc::new(ProjectGraph::build(
+                &crate::focus::summaries_around(index, name, reach)?,
+            ))),
+        }
+    }
+
+    /// Every type key of the whole project.
+    pub(crate) fn type_keys(&self) -> Result<BTreeSet<String>, IndexError> {
+        match self {
+            CallView::Full(g) => Ok(g.types.keys().cloned().collect()),
+            CallView::Focused { index, .. } => index.type_keys(),
+        }
+    }
+
     /// Module names of the whole project (each file's directory).
     pub(crate) fn modules(&self) -> BTreeSet<String> {
         match self {

@@ -1,6 +1,6 @@
 //! query_code_graph's `impact` and `entity_edges`: a module's answer comes from the whole
-//! project's module graph; a type's or method's from a graph focused on the type
-//! ([`CodeService::graph_around`]) and the call edges of its methods ([`CallView`]).
+//! project's module graph; a type's or method's from a graph focused on the type and the
+//! call edges of its methods, read through one [`CallView`].
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -8,9 +8,9 @@ use std::fmt::Write as _;
 use alembic_tools::{ToolError, ToolOutput};
 use serde_json::json;
 
-use super::ast::find_focused_type;
+use super::ast::find_type;
 use super::graph_query::{MAX_AFFECTED_FILES, MAX_LIST, callee_label};
-use super::index_error;
+use super::{index_error, not_found, similar};
 use crate::call_view::CallView;
 use crate::focus::Reach;
 use crate::graph::{ProjectGraph, TypeInfo, method_key};
@@ -20,22 +20,41 @@ use crate::summary::TypeKind;
 
 const MAX_EDGES: usize = 10;
 
-/// True when `id` names a module (a directory holding source files).
-fn is_module(service: &CodeService, id: &str) -> Result<bool, ToolError> {
+/// Answers about a type or method through one [`CallView`] (one refresh of the index);
+/// `None` when `id` names a module, whose answer needs the whole project's module graph.
+fn unless_module(
+    service: &CodeService,
+    id: &str,
+    answer: impl FnOnce(&mut CallView<'_>) -> Result<ToolOutput, ToolError>,
+) -> Result<Option<ToolOutput>, ToolError> {
     service
-        .with_calls(|view| view.modules().contains(id))
-        .map_err(index_error)
+        .with_calls(|view| {
+            if view.modules().contains(id) {
+                return Ok(None);
+            }
+            answer(view).map(Some)
+        })
+        .map_err(index_error)?
 }
 
-/// The type `id` names, from a graph focused on it as far as `reach`.
+/// The type `id` names, from a graph focused on it as far as `reach`; "not found"
+/// suggestions come from every type key, as [`super::ast::find_type`]'s on the full graph.
 fn focused_type(
-    service: &CodeService,
+    view: &mut CallView<'_>,
     id: &str,
     reach: Reach,
     what: &str,
 ) -> Result<(std::sync::Arc<ProjectGraph>, TypeInfo), ToolError> {
-    let g = service.graph_around(id, reach).map_err(index_error)?;
-    let t = find_focused_type(service, &g, id, what)?.clone();
+    let g = view.around(id, reach).map_err(index_error)?;
+    if g.types_named(id).is_empty() {
+        let keys = view.type_keys().map_err(index_error)?;
+        return Err(not_found(
+            what,
+            id,
+            &similar(id, keys.iter().map(String::as_str)),
+        ));
+    }
+    let t = find_type(&g, id, what)?.clone();
     Ok((g, t))
 }
 
@@ -54,13 +73,15 @@ pub(super) fn impact(
     id: &str,
     depth: usize,
 ) -> Result<ToolOutput, ToolError> {
-    if is_module(service, id)? {
-        let g = service.graph().map_err(index_error)?;
-        if let Some(m) = g.modules.modules.get(id) {
-            return Ok(module_impact(&g, &m.name));
-        }
+    if let Some(out) = unless_module(service, id, |view| type_impact(view, id, depth))? {
+        return Ok(out);
     }
-    let (g, t) = focused_type(service, id, Reach::all(), "class, protocol or module")?;
+    let g = service.graph().map_err(index_error)?;
+    Ok(module_impact(&g, id))
+}
+
+fn type_impact(view: &mut CallView<'_>, id: &str, depth: usize) -> Result<ToolOutput, ToolError> {
+    let (g, t) = focused_type(view, id, Reach::all(), "class, protocol or module")?;
     let mut affected: BTreeSet<String> = g
         .descendants(&t.name, depth)
         .into_iter()
@@ -69,11 +90,7 @@ pub(super) fn impact(
     if t.kind == TypeKind::Protocol {
         affected.extend(g.all_conformers(&t.name));
     }
-    let calls = service
-        .with_calls(|view| callers_and_files(view, &t, depth))
-        .and_then(|found| found)
-        .map_err(index_error)?;
-    let (callers, caller_files) = calls;
+    let (callers, caller_files) = callers_and_files(view, &t, depth).map_err(index_error)?;
     let mut files: BTreeSet<String> = affected
         .iter()
         .filter_map(|n| g.types.get(n))
@@ -160,32 +177,36 @@ fn module_impact(g: &ProjectGraph, name: &str) -> ToolOutput {
 
 /// Incoming and outgoing relations of a module, a method (`Type.method`) or a type.
 pub(super) fn entity_edges(service: &CodeService, id: &str) -> Result<ToolOutput, ToolError> {
+    if let Some(out) = unless_module(service, id, |view| type_or_method_edges(view, id))? {
+        return Ok(out);
+    }
+    let g = service.graph().map_err(index_error)?;
     let mut out: Vec<(String, String)> = Vec::new();
     let mut inc: Vec<(String, String)> = Vec::new();
-    if is_module(service, id)? {
-        let g = service.graph().map_err(index_error)?;
-        if let Some(m) = g.modules.modules.get(id) {
-            out.extend(
-                m.dependencies
-                    .keys()
-                    .map(|d| ("depends_on".to_string(), d.clone())),
-            );
-            inc.extend(
-                g.modules
-                    .modules
-                    .values()
-                    .filter(|x| x.dependencies.contains_key(id))
-                    .map(|x| ("used_by".to_string(), x.name.clone())),
-            );
-            return Ok(render_edges(id, &out, &inc));
-        }
+    if let Some(m) = g.modules.modules.get(id) {
+        out.extend(
+            m.dependencies
+                .keys()
+                .map(|d| ("depends_on".to_string(), d.clone())),
+        );
+        inc.extend(
+            g.modules
+                .modules
+                .values()
+                .filter(|x| x.dependencies.contains_key(id))
+                .map(|x| ("used_by".to_string(), x.name.clone())),
+        );
     }
+    Ok(render_edges(id, &out, &inc))
+}
+
+fn type_or_method_edges(view: &mut CallView<'_>, id: &str) -> Result<ToolOutput, ToolError> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    let mut inc: Vec<(String, String)> = Vec::new();
     if let Some((ty, method)) = id.rsplit_once('.') {
         let key = method_key(ty, method);
-        let g = service
-            .with_calls(|view| view.edges(std::slice::from_ref(&key), std::slice::from_ref(&key)))
-            .and_then(|found| found)
-            .map_err(index_error)?;
+        let keys = [key.clone()];
+        let g = view.edges(&keys, &keys).map_err(index_error)?;
         out.extend(
             g.callees(&key)
                 .into_iter()
@@ -202,7 +223,7 @@ pub(super) fn entity_edges(service: &CodeService, id: &str) -> Result<ToolOutput
         depth: Some(1),
         conformers: true,
     };
-    let (g, t) = focused_type(service, id, direct, "entity")?;
+    let (g, t) = focused_type(view, id, direct, "entity")?;
     out.extend(
         t.superclass
             .iter()
@@ -238,10 +259,7 @@ pub(super) fn entity_edges(service: &CodeService, id: &str) -> Result<ToolOutput
             .map(|s| ("conformed_by".to_string(), s.clone())),
     );
     let keys = method_keys(&t);
-    let calls = service
-        .with_calls(|view| view.edges(&keys, &[]))
-        .and_then(|found| found)
-        .map_err(index_error)?;
+    let calls = view.edges(&keys, &[]).map_err(index_error)?;
     let callers: BTreeSet<String> = keys
         .iter()
         .flat_map(|k| calls.callers(k))

@@ -315,3 +315,37 @@ fn call_rows_are_replaced_by_a_forced_rebuild_and_go_with_their_file() {
     assert_eq!(call_rows(root, Some("js/loose.js")), (0, 0));
     assert_focused_edges_match(root);
 }
+
+/// A call or entity question reads the index through one refresh: an unwatched service
+/// walks the tree once per question.
+#[test]
+fn a_call_or_entity_question_walks_the_tree_once() {
+    let dir = crowded_project();
+    let service = std::sync::Arc::new(CodeService::new(dir.path()).unwrap());
+    let questions = [
+        (
+            "query_code_graph",
+            json!({"action": "impact", "entity_id": "Mid"}),
+        ),
+        (
+            "query_code_graph",
+            json!({"action": "entity_edges", "entity_id": "Mid"}),
+        ),
+        (
+            "query_code_graph",
+            json!({"action": "entity_edges", "entity_id": "Mid.start"}),
+        ),
+        (
+            "query_code_graph",
+            json!({"action": "search", "entity_id": "rare"}),
+        ),
+        (
+            "query_call_graph",
+            json!({"methodName": "start", "direction": "impact"}),
+        ),
+    ];
+    for (n, (tool, args)) in questions.iter().enumerate() {
+        super::direct::run_tool(&service, tool, args).unwrap();
+        assert_eq!(service.tree_walks(), n as u64 + 1, "{tool} {args}");
+    }
+}
