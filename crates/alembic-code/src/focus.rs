@@ -63,32 +63,47 @@ pub fn summaries_around(
     name: &str,
     reach: Reach,
 ) -> Result<Vec<FileSummary>, IndexError> {
+    let mut files: BTreeMap<String, FileSummary> = BTreeMap::new();
+    load_around(index, name, reach, &mut files)?;
+    Ok(files.into_values().collect())
+}
+
+/// Adds to `files` the summaries [`summaries_around`] returns (those already there are not
+/// read again).
+pub(crate) fn load_around(
+    index: &CodeIndex,
+    name: &str,
+    reach: Reach,
+    files: &mut BTreeMap<String, FileSummary>,
+) -> Result<(), IndexError> {
     let root = simple_name(name).to_string();
     let mut names: BTreeSet<String> = BTreeSet::from([root.clone()]);
     descend(index, &root, reach, &mut names)?;
     let mut work: Vec<String> = names.iter().cloned().collect();
-    let mut files: BTreeMap<String, FileSummary> = BTreeMap::new();
     let mut with_go = false;
+    let mut go_seen = false;
     while let Some(n) = work.pop() {
         let paths = index.files_declaring(&n)?;
         for path in &paths {
-            load(index, path, &mut files)?;
+            load(index, path, files)?;
+            go_seen |= files.get(path).is_some_and(|f| f.language == Lang::Go);
         }
-        for p in parents_written(&files, &paths, &n) {
+        for p in parents_written(files, &paths, &n) {
             for candidate in [p.as_str(), simple_name(&p)] {
                 if names.insert(candidate.to_string()) {
                     work.push(candidate.to_string());
                 }
             }
         }
-        if !with_go && files.values().any(|f| f.language == Lang::Go) {
+        if !with_go && go_seen {
             with_go = true;
-            for path in index.files_in_language(Lang::Go)? {
-                load(index, &path, &mut files)?;
+            let go_paths = index.files_in_language(Lang::Go)?;
+            for path in &go_paths {
+                load(index, path, files)?;
             }
-            let go_names = files
-                .values()
-                .filter(|f| f.language == Lang::Go)
+            let go_names = go_paths
+                .iter()
+                .filter_map(|p| files.get(p))
                 .flat_map(|f| f.types.iter().map(|t| t.name.clone()));
             for n in go_names.collect::<Vec<_>>() {
                 if !n.is_empty() && names.insert(n.clone()) {
@@ -97,7 +112,7 @@ pub fn summaries_around(
             }
         }
     }
-    Ok(files.into_values().collect())
+    Ok(())
 }
 
 /// Adds the simple names of the types naming a reached name as a parent, level by level.
@@ -124,7 +139,7 @@ fn descend(
     Ok(())
 }
 
-fn load(
+pub(crate) fn load(
     index: &CodeIndex,
     path: &str,
     files: &mut BTreeMap<String, FileSummary>,

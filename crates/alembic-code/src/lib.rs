@@ -16,7 +16,8 @@
 //! - [`search`], [`files`] and [`semantic`] back the project-access tools; every file read
 //!   goes through `alembic_safety::PathGuard`.
 //! - [`focus`] finds the few summaries a type query needs through the index's declaration
-//!   rows, so [`CodeService::graph_around`] answers it without loading the project;
+//!   rows, so [`CodeService::graph_around`] answers it without loading the project; call
+//!   and entity queries read the call rows the same way (`focus_calls.rs`, `call_view.rs`);
 //!   [`CodeService::watch`] keeps a long-running service's index live (`notify`).
 //! - [`register_tools`] adds the 13 tools to an `alembic_tools::ToolRegistry`;
 //!   [`CodeService`] is the shared state they use.
@@ -29,10 +30,12 @@
 //! assert_eq!(graph.inheritance_chain("Circle"), ["Circle", "Base"]);
 //! ```
 
+mod call_view;
 pub mod calls;
 pub mod extract;
 pub mod files;
 pub mod focus;
+mod focus_calls;
 pub mod graph;
 pub mod index;
 pub mod language;

@@ -19,6 +19,8 @@ use std::time::Instant;
 
 use alembic_safety::PathGuard;
 
+use crate::call_view::CallView;
+use crate::calls::CallEdge;
 use crate::focus::Reach;
 use crate::graph::{ProjectGraph, Summaries};
 use crate::index::{ChunkVectors, CodeIndex, IndexError, IndexPlan, IndexReport, Progress};
@@ -316,6 +318,41 @@ impl CodeService {
             call_edges: g.totals.call_edges,
             resolved_call_edges: g.totals.resolved_call_edges,
         })
+    }
+
+    /// Runs `query` on a [`CallView`] of the current tree: the whole-project graph when it
+    /// is already loaded, else the index's call rows and the few summaries they point to
+    /// (the same answers; see [`crate::focus_calls`]). `query` must not call the service.
+    pub(crate) fn with_calls<R>(
+        &self,
+        query: impl FnOnce(&mut CallView<'_>) -> R,
+    ) -> Result<R, IndexError> {
+        let mut state = self.lock();
+        refresh_locked(&self.root, &mut state)?;
+        if state.full.is_some() {
+            let graph = full_graph_locked(&self.root, &mut state)?;
+            return Ok(query(&mut CallView::Full(graph)));
+        }
+        let index = open_locked(&self.root, &mut state)?;
+        Ok(query(&mut CallView::focused(index)))
+    }
+
+    /// The edges into `key` (callers) and out of it (callees), in source order, as the
+    /// whole-project graph has them, read from the index's rows and the few summaries they
+    /// point to (also when the full graph is loaded), and how many summaries were read.
+    pub fn focused_call_edges(
+        &self,
+        key: &str,
+    ) -> Result<(Vec<CallEdge>, Vec<CallEdge>, usize), IndexError> {
+        let mut state = self.lock();
+        refresh_locked(&self.root, &mut state)?;
+        let index = open_locked(&self.root, &mut state)?;
+        let mut view = CallView::focused(index);
+        let keys = [key.to_string()];
+        let g = view.edges(&keys, &keys)?;
+        let callers = g.callers(key).into_iter().cloned().collect();
+        let callees = g.callees(key).into_iter().cloned().collect();
+        Ok((callers, callees, view.loaded()))
     }
 }
 

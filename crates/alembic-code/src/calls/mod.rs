@@ -18,9 +18,10 @@ use crate::topology::{
 };
 
 mod reach;
-mod resolve;
+pub(crate) mod resolve;
 
 pub(crate) use reach::Reach;
+pub(crate) use resolve::Crowded;
 use resolve::{Lookups, MethodNames, file_edges};
 
 /// A name shared by more methods than this is not resolved by name alone.
@@ -116,7 +117,10 @@ impl CallIndex {
             .iter()
             .filter_map(|p| all.get(p.as_str()).copied())
             .collect();
-        let names = MethodNames(&graph.refs.method_names);
+        let names = MethodNames {
+            keys: &graph.refs.method_names,
+            crowded: None,
+        };
         let resolved: Vec<(String, HashMap<EdgeKey, CallEdge>)> = present
             .par_iter()
             .map_init(
@@ -149,6 +153,41 @@ impl CallIndex {
             self.remerge(graph, key);
         }
         self.refresh_deps(graph, &reach.keys);
+    }
+
+    /// The edges of these files' call sites alone, resolved in `graph` (a focused graph
+    /// holding what their resolution reads; `crowded` names the callable names its own
+    /// lists under-count) and merged across files in path order as a full build merges
+    /// them. Edges no call site of `files` contributes to are missing, so only the edges
+    /// of callers and callees whose every call site is in `files` are complete.
+    pub(crate) fn of_files(
+        graph: &ProjectGraph,
+        crowded: &Crowded,
+        files: &[&FileSummary],
+    ) -> CallIndex {
+        let names = MethodNames {
+            keys: &graph.refs.method_names,
+            crowded: Some(crowded),
+        };
+        let mut lookups = Lookups::new(graph);
+        let mut index = CallIndex::default();
+        let mut touched: BTreeSet<EdgeKey> = BTreeSet::new();
+        for file in files {
+            let edges = file_edges(&mut lookups, &names, file);
+            for key in edges.keys() {
+                index
+                    .sources
+                    .entry(key.clone())
+                    .or_default()
+                    .insert(file.path.clone());
+                touched.insert(key.clone());
+            }
+            index.per_file.insert(file.path.clone(), edges);
+        }
+        for key in touched {
+            index.remerge(graph, key);
+        }
+        index
     }
 
     /// Edges into methods of these types may now lead to another file (a method moved).
@@ -315,26 +354,6 @@ impl CallIndex {
     /// True when `key` appears as a caller or resolved callee.
     pub fn is_known(&self, key: &str) -> bool {
         self.by_caller.contains_key(key) || self.by_callee.contains_key(key)
-    }
-
-    /// Transitive callers of `key` up to `max_depth`, nearest first.
-    pub fn transitive_callers(&self, key: &str, max_depth: usize) -> Vec<(String, usize)> {
-        let mut out = Vec::new();
-        let mut seen = HashSet::from([key.to_string()]);
-        let mut frontier = vec![key.to_string()];
-        for depth in 1..=max_depth {
-            let mut next = Vec::new();
-            for k in &frontier {
-                for e in self.callers(k) {
-                    if seen.insert(e.caller.clone()) {
-                        out.push((e.caller.clone(), depth));
-                        next.push(e.caller.clone());
-                    }
-                }
-            }
-            frontier = next;
-        }
-        out
     }
 }
 

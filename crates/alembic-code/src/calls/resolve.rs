@@ -1,7 +1,7 @@
 //! Resolving one file's call sites to callees, in the order of evidence the module
 //! documentation describes, and merging them into edges.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::graph::{ProjectGraph, function_key, method_key};
 use crate::language::Lang;
@@ -10,7 +10,7 @@ use crate::summary::{CallSite, FileSummary, ReceiverKind};
 use super::{CallEdge, EdgeKey, MAX_CANDIDATES, Resolution};
 
 /// Names of constructors across languages.
-const CONSTRUCTORS: &[&str] = &["init", "constructor", "__init__", "new"];
+pub(crate) const CONSTRUCTORS: &[&str] = &["init", "constructor", "__init__", "new"];
 
 /// One file's call sites resolved and merged by (caller, callee).
 pub(super) fn file_edges(
@@ -64,8 +64,31 @@ fn caller_key(graph: &ProjectGraph, file: &FileSummary, call: &CallSite) -> Stri
     }
 }
 
-/// Method keys by method name, for name-only resolution.
-pub(super) struct MethodNames<'g>(pub(super) &'g HashMap<String, Vec<String>>);
+/// Method keys by method name, for name-only resolution, and the names a focused graph
+/// knows to be shared by more than [`MAX_CANDIDATES`] callables in the whole project
+/// (its own lists of those are partial).
+pub(super) struct MethodNames<'g> {
+    pub(super) keys: &'g HashMap<String, Vec<String>>,
+    pub(super) crowded: Option<&'g Crowded>,
+}
+
+/// Method and function names more than [`MAX_CANDIDATES`] callables of the whole project
+/// share, as the index's callable rows count them; name-only resolution skips them.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Crowded {
+    pub methods: HashSet<String>,
+    pub functions: HashSet<String>,
+}
+
+impl MethodNames<'_> {
+    fn crowded_methods(&self, name: &str) -> bool {
+        self.crowded.is_some_and(|c| c.methods.contains(name))
+    }
+
+    fn crowded_functions(&self, name: &str) -> bool {
+        self.crowded.is_some_and(|c| c.functions.contains(name))
+    }
+}
 
 type Resolved = Vec<(Option<String>, f32, Resolution)>;
 
@@ -131,7 +154,7 @@ fn resolve(
             let t = receiver_type.as_deref().unwrap_or("");
             constructor(graph, t, &call.callee).or_else(|| lookups.on_type(t, call, 0.9))
         }
-        ReceiverKind::None => bare_call(lookups, file, call),
+        ReceiverKind::None => bare_call(lookups, names, file, call),
         ReceiverKind::Unknown => None,
     };
     if let Some(found) = found {
@@ -182,7 +205,12 @@ fn constructor(graph: &ProjectGraph, type_key: &str, callee: &str) -> Option<Res
     None
 }
 
-fn bare_call(lookups: &mut Lookups, file: &FileSummary, call: &CallSite) -> Option<Resolved> {
+fn bare_call(
+    lookups: &mut Lookups,
+    names: &MethodNames,
+    file: &FileSummary,
+    call: &CallSite,
+) -> Option<Resolved> {
     let graph = lookups.graph;
     if let Some(t) = graph.resolve_type(&call.callee, &file.path) {
         return constructor(graph, t, &call.callee);
@@ -197,7 +225,7 @@ fn bare_call(lookups: &mut Lookups, file: &FileSummary, call: &CallSite) -> Opti
     if let Some(f) = candidates.iter().find(|f| f.file == file.path) {
         return Some(vec![(Some(f.key.clone()), 0.9, Resolution::SameFile)]);
     }
-    if candidates.len() > MAX_CANDIDATES {
+    if candidates.len() > MAX_CANDIDATES || names.crowded_functions(&call.callee) {
         return None;
     }
     spread(candidates.iter().map(|f| f.key.clone()).collect(), 0.8)
@@ -209,8 +237,8 @@ fn by_name(
     file: &FileSummary,
     call: &CallSite,
 ) -> Option<Resolved> {
-    let methods = names.0.get(&call.callee).map_or(&[][..], Vec::as_slice);
-    if methods.len() > MAX_CANDIDATES {
+    let methods = names.keys.get(&call.callee).map_or(&[][..], Vec::as_slice);
+    if methods.len() > MAX_CANDIDATES || names.crowded_methods(&call.callee) {
         return None;
     }
     let mut keys: Vec<String> = methods.to_vec();
@@ -224,6 +252,7 @@ fn by_name(
     if (call.receiver.is_none() || module_call)
         && let Some(fs) = graph.functions.get(&call.callee)
         && fs.len() <= MAX_CANDIDATES
+        && !names.crowded_functions(&call.callee)
     {
         keys.extend(fs.iter().map(|f| f.key.clone()));
     }

@@ -11,6 +11,7 @@
 //! In memory the index keeps only each file's mtime, size and hash; summaries are read
 //! from the database when asked for.
 
+pub(crate) mod call_rows;
 mod chunk_rows;
 mod refresh;
 pub(crate) mod rows;
@@ -37,8 +38,9 @@ pub const COMPONENT: &str = "code";
 /// Bumped whenever [`FileSummary`] or the extractors change, so old rows are re-parsed.
 /// Version 2 added the declaration and parent rows ([`rows`]); version 3 resolves import
 /// aliases and qualified names of parents (the rows hold de-aliased simple names); version 4
-/// added the stats and chunk rows whole-project queries read ([`stat_rows`]).
-pub const SUMMARY_VERSION: &str = "4";
+/// added the call rows ([`call_rows`]) or the stats and chunk rows whole-project queries read
+/// ([`stat_rows`]), which were built side by side; version 5 has both.
+pub const SUMMARY_VERSION: &str = "5";
 
 /// Files larger than this are not parsed (generated code, bundles, data) unless the
 /// project's `[index] max_file_bytes` says otherwise.

@@ -210,8 +210,9 @@ impl CodeIndex {
 }
 
 /// Indexes a bulk write drops and recreates after the rows are in: those keyed by name or
-/// language, whose entries arrive in random order (path-keyed ones arrive nearly in order
-/// and serve the per-file deletes, so they stay).
+/// language, whose entries arrive in random order, and the call rows' name-keyed ones
+/// ([`super::call_rows::DEFERRED_INDEXES`]); path-keyed ones arrive nearly in order
+/// and serve the per-file deletes, so they stay.
 const DEFERRED_INDEXES: [&str; 3] = [
     "code_decls_name",
     "code_parents_parent",
@@ -222,7 +223,10 @@ const DEFERRED_INDEXES: [&str; 3] = [
 /// (the same transaction, so an interrupted refresh keeps them).
 fn defer_indexes(tx: &Transaction<'_>) -> Result<Vec<String>, IndexError> {
     let mut recreate = Vec::new();
-    for name in DEFERRED_INDEXES {
+    for name in DEFERRED_INDEXES
+        .into_iter()
+        .chain(super::call_rows::DEFERRED_INDEXES)
+    {
         let sql: Option<String> = tx
             .query_row(
                 "select sql from sqlite_master where type = 'index' and name = ?1",

@@ -51,11 +51,9 @@ pub(super) const MIGRATIONS: &[Migration] = &[
           create index code_parents_path on code_parents(path);
           create index code_files_language on code_files(language);",
     },
-    // Placeholder for helper A's call rows (schema step 3, same crate); the lead puts A's
-    // step here when both land. Steps must be contiguous.
     Migration {
         version: 3,
-        sql: "select 1;",
+        sql: super::call_rows::MIGRATION_SQL,
     },
     Migration {
         version: 4,
@@ -63,11 +61,13 @@ pub(super) const MIGRATIONS: &[Migration] = &[
     },
 ];
 
-/// Deletes every row of the index (summaries, declarations, parents, stats and chunks).
+/// Deletes every row of the index (summaries, declarations, parents, call rows, stats and
+/// chunks).
 pub(super) fn delete_all(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(
         "delete from code_files; delete from code_decls; delete from code_parents;",
     )?;
+    conn.execute_batch(super::call_rows::DELETE_ALL)?;
     conn.execute_batch(super::stat_rows::DELETE_ALL)
 }
 
@@ -77,7 +77,10 @@ pub(super) fn delete_file(conn: &Connection, path: &str) -> rusqlite::Result<()>
         "delete from code_files where path = ?1",
         "delete from code_decls where path = ?1",
         "delete from code_parents where path = ?1",
-    ] {
+    ]
+    .into_iter()
+    .chain(super::call_rows::DELETE_FILE)
+    {
         conn.prepare_cached(sql)?.execute(params![path])?;
     }
     super::stat_rows::delete_file(conn, path)
@@ -126,6 +129,7 @@ pub(super) fn write_file(
             parent.execute(params![simple_name(p), t.name, path, as_superclass])?;
         }
     }
+    super::call_rows::write_file(conn, summary)?;
     super::stat_rows::write_file(conn, summary, row.stats)
 }
 

@@ -19,7 +19,7 @@ use crate::language::Lang;
 use crate::semantic::{CodeChunk, chunks_of, embedding_text, words};
 use crate::summary::{FileSummary, Method, TypeDecl};
 
-/// Schema step 4: the rows above. (Step 3 is helper A's call rows.)
+/// Schema step 4: the rows above (step 3 is the call rows, `call_rows.rs`).
 pub(super) const MIGRATION_SQL: &str = "create table code_file_stats (
         path text primary key,
         extension text not null,

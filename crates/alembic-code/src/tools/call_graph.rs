@@ -10,8 +10,9 @@ use serde_json::{Value, json};
 
 use super::graph_query::{MAX_AFFECTED_FILES, MAX_LIST, callee_label, search};
 use super::{clamped, code_tool, index_error, non_blank, not_found, similar};
+use crate::call_view::CallView;
 use crate::calls::CallEdge;
-use crate::graph::{ProjectGraph, method_key};
+use crate::index::IndexError;
 use crate::service::CodeService;
 use crate::topology::module_of;
 
@@ -84,24 +85,27 @@ fn edge_line(e: &CallEdge, other: &str) -> String {
 }
 
 fn query_call_graph(service: &CodeService, args: CallGraphArgs) -> Result<ToolOutput, ToolError> {
-    let g = service.graph().map_err(index_error)?;
-    let name = non_blank(&args.method_name, "methodName")?;
-    let direction = args.direction;
-    let depth = clamped(args.max_depth, 1, 5);
+    let name = non_blank(&args.method_name, "methodName")?.to_string();
+    service
+        .with_calls(|view| answer(view, &name, args.direction, clamped(args.max_depth, 1, 5)))
+        .map_err(index_error)?
+}
+
+/// The whole answer, read through `view` (the full graph or the index's call rows).
+fn answer(
+    view: &mut CallView<'_>,
+    name: &str,
+    direction: Direction,
+    depth: usize,
+) -> Result<ToolOutput, ToolError> {
     if direction == Direction::Search {
-        return Ok(search(
-            &g,
-            name.rsplit('.').next().unwrap_or(name),
-            Some("method"),
-        ));
+        let keyword = name.rsplit('.').next().unwrap_or(name);
+        let g = view.search_graph(keyword).map_err(index_error)?;
+        return Ok(search(&g, &view.modules(), keyword, Some("method")));
     }
-    let keys = g.find_callables(name);
+    let keys = view.find_callables(name).map_err(index_error)?;
     if keys.is_empty() {
-        let names: Vec<String> = g
-            .types
-            .values()
-            .flat_map(|t| t.methods.iter().map(move |m| method_key(&t.name, &m.name)))
-            .collect();
+        let names = view.method_keys().map_err(index_error)?;
         return Err(not_found(
             "method",
             name,
@@ -111,7 +115,7 @@ fn query_call_graph(service: &CodeService, args: CallGraphArgs) -> Result<ToolOu
     let mut text = String::new();
     let mut data = Vec::new();
     for key in keys.iter().take(5) {
-        let (t, v) = call_graph_of(&g, key, direction, depth);
+        let (t, v) = call_graph_of(view, key, direction, depth).map_err(index_error)?;
         let _ = write!(text, "{key}\n{t}");
         data.push(json!({"method": key, "result": v}));
     }
@@ -130,34 +134,44 @@ fn query_call_graph(service: &CodeService, args: CallGraphArgs) -> Result<ToolOu
 
 /// One callable's part of the answer (`search` is answered before any callable is looked up).
 fn call_graph_of(
-    g: &ProjectGraph,
+    view: &mut CallView<'_>,
     key: &str,
     direction: Direction,
     depth: usize,
-) -> (String, Value) {
-    match direction {
-        Direction::Callers => walk(g, key, depth, true),
-        Direction::Callees => walk(g, key, depth, false),
-        Direction::Impact => call_impact(g, key),
+) -> Result<(String, Value), IndexError> {
+    Ok(match direction {
+        Direction::Callers => walk(view, key, depth, true)?,
+        Direction::Callees => walk(view, key, depth, false)?,
+        Direction::Impact => call_impact(view, key)?,
         Direction::Both | Direction::Search => {
-            let (a, av) = walk(g, key, depth, true);
-            let (b, bv) = walk(g, key, depth, false);
+            let (a, av) = walk(view, key, depth, true)?;
+            let (b, bv) = walk(view, key, depth, false)?;
             (
                 format!("{a}{b}"),
                 json!({"callers": av["callers"], "callees": bv["callees"]}),
             )
         }
-    }
+    })
 }
 
-/// Breadth-first callers (or callees) up to `depth`.
-fn walk(g: &ProjectGraph, key: &str, depth: usize, callers: bool) -> (String, Value) {
+/// Breadth-first callers (or callees) up to `depth`, one level of edges read at a time.
+fn walk(
+    view: &mut CallView<'_>,
+    key: &str,
+    depth: usize,
+    callers: bool,
+) -> Result<(String, Value), IndexError> {
     let label = if callers { "callers" } else { "callees" };
     let mut seen: HashSet<String> = HashSet::from([key.to_string()]);
     let mut frontier = vec![key.to_string()];
     let mut rows = Vec::new();
     let mut text = String::new();
     for level in 1..=depth {
+        let g = if callers {
+            view.edges(&frontier, &[])?
+        } else {
+            view.edges(&[], &frontier)?
+        };
         let mut next = Vec::new();
         for k in &frontier {
             let edges = if callers { g.callers(k) } else { g.callees(k) };
@@ -199,16 +213,18 @@ fn walk(g: &ProjectGraph, key: &str, depth: usize, callers: bool) -> (String, Va
     } else if rows.len() > MAX_LIST {
         let _ = writeln!(text, "  … {} more {label}", rows.len() - MAX_LIST);
     }
-    (text, json!({ label: rows }))
+    Ok((text, json!({ label: rows })))
 }
 
-fn call_impact(g: &ProjectGraph, key: &str) -> (String, Value) {
+fn call_impact(view: &mut CallView<'_>, key: &str) -> Result<(String, Value), IndexError> {
+    let transitive = view.transitive_callers(key, 3)?;
+    let callers: Vec<String> = transitive.iter().map(|(k, _)| k.clone()).collect();
+    let g = view.edges(&[key.to_string()], &callers)?;
     let direct: Vec<String> = g
         .callers(key)
         .into_iter()
         .map(|e| e.caller.clone())
         .collect();
-    let transitive = g.calls.transitive_callers(key, 3);
     let files: BTreeSet<String> = transitive
         .iter()
         .flat_map(|(k, _)| g.callees(k).into_iter().map(|e| e.file.clone()))
@@ -246,8 +262,8 @@ fn call_impact(g: &ProjectGraph, key: &str) -> (String, Value) {
         .iter()
         .map(|(k, d)| json!({"entity": k, "depth": d}))
         .collect();
-    (
+    Ok((
         text,
         json!({"directCallers": direct, "transitiveCallers": rows, "affectedFiles": files, "modules": modules}),
-    )
+    ))
 }

@@ -19,7 +19,6 @@ use crate::summary::TypeKind;
 
 const MAX_SEARCH: usize = 15;
 pub(super) const MAX_LIST: usize = 20;
-const MAX_EDGES: usize = 10;
 pub(super) const MAX_AFFECTED_FILES: usize = 15;
 
 pub(super) fn tool(service: &Arc<CodeService>) -> ToolDefinition {
@@ -85,6 +84,7 @@ struct CodeGraphArgs {
 
 fn query_code_graph(service: &CodeService, args: CodeGraphArgs) -> Result<ToolOutput, ToolError> {
     let depth = clamped(args.max_depth, 1, 10);
+    // Topology is the whole project's module graph.
     if args.action == Action::Topology {
         let g = service.graph().map_err(index_error)?;
         return Ok(topology(&g));
@@ -97,18 +97,27 @@ fn query_code_graph(service: &CodeService, args: CodeGraphArgs) -> Result<ToolOu
         Action::Conformances => Some("class or protocol"),
         _ => None,
     };
-    let g = match what {
-        Some(what) => {
-            let g = service
-                .graph_around(id, Reach::all())
-                .map_err(index_error)?;
-            find_focused_type(service, &g, id, what)?;
-            g
-        }
-        None => service.graph().map_err(index_error)?,
+    let Some(what) = what else {
+        return match args.action {
+            Action::Impact => super::entity::impact(service, id, depth),
+            Action::EntityEdges => super::entity::entity_edges(service, id),
+            _ => {
+                let entity_type = args.entity_type.map(EntityType::as_str);
+                service
+                    .with_calls(|view| {
+                        let g = view.search_graph(id)?;
+                        Ok(search(&g, &view.modules(), id, entity_type))
+                    })
+                    .and_then(|found| found)
+                    .map_err(index_error)
+            }
+        };
     };
+    let g = service
+        .graph_around(id, Reach::all())
+        .map_err(index_error)?;
+    find_focused_type(service, &g, id, what)?;
     match args.action {
-        Action::Search => Ok(search(&g, id, args.entity_type.map(EntityType::as_str))),
         Action::InheritanceChain => {
             let t = find_type(&g, id, "class")?;
             let chain = g.inheritance_chain(&t.name);
@@ -118,10 +127,7 @@ fn query_code_graph(service: &CodeService, args: CodeGraphArgs) -> Result<ToolOu
             ))
         }
         Action::Descendants => descendants(&g, id, depth),
-        Action::Conformances => conformances(&g, id),
-        Action::Impact => impact(&g, id, depth),
-        Action::EntityEdges => entity_edges(&g, id),
-        Action::Topology => Ok(topology(&g)),
+        _ => conformances(&g, id),
     }
 }
 
@@ -150,7 +156,14 @@ fn descendants(g: &ProjectGraph, id: &str, depth: usize) -> Result<ToolOutput, T
     ))
 }
 
-pub(super) fn search(g: &ProjectGraph, keyword: &str, entity_type: Option<&str>) -> ToolOutput {
+/// Entities whose name contains `keyword`: types of `g` by key, methods and functions by
+/// name, and `modules`.
+pub(super) fn search(
+    g: &ProjectGraph,
+    modules: &BTreeSet<String>,
+    keyword: &str,
+    entity_type: Option<&str>,
+) -> ToolOutput {
     let k = keyword.to_lowercase();
     let wants = |t: &str| entity_type.is_none_or(|e| e == t);
     let mut found: Vec<(String, String, String)> = Vec::new();
@@ -196,12 +209,7 @@ pub(super) fn search(g: &ProjectGraph, keyword: &str, entity_type: Option<&str>)
         }
     }
     if wants("module") {
-        for m in g
-            .modules
-            .modules
-            .keys()
-            .filter(|m| m.to_lowercase().contains(&k))
-        {
+        for m in modules.iter().filter(|m| m.to_lowercase().contains(&k)) {
             found.push(("module".into(), m.clone(), format!("{m}/")));
         }
     }
@@ -258,93 +266,6 @@ fn conformances(g: &ProjectGraph, id: &str) -> Result<ToolOutput, ToolError> {
     );
     Ok(ToolOutput::new(
         json!({"entity": t.name, "protocols": protocols}),
-        text,
-    ))
-}
-
-/// What a change to a type (or module) reaches: descendants, conformers, extensions,
-/// callers of its methods, and dependent modules.
-fn impact(g: &ProjectGraph, id: &str, depth: usize) -> Result<ToolOutput, ToolError> {
-    if let Some(m) = g.modules.modules.get(id) {
-        let dependents: Vec<&String> = g
-            .modules
-            .modules
-            .values()
-            .filter(|x| x.dependencies.contains_key(&m.name))
-            .map(|x| &x.name)
-            .collect();
-        let text = format!(
-            "module {} is used by {} modules: {}",
-            m.name,
-            dependents.len(),
-            dependents
-                .iter()
-                .map(|s| s.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-        return Ok(ToolOutput::new(
-            json!({"entity": m.name, "dependentModules": dependents}),
-            text,
-        ));
-    }
-    let t = find_type(g, id, "class, protocol or module")?;
-    let mut affected: BTreeSet<String> = g
-        .descendants(&t.name, depth)
-        .into_iter()
-        .map(|(n, _)| n)
-        .collect();
-    if t.kind == TypeKind::Protocol {
-        affected.extend(g.all_conformers(&t.name));
-    }
-    let mut callers: BTreeSet<String> = BTreeSet::new();
-    for m in &t.methods {
-        for (c, _) in g
-            .calls
-            .transitive_callers(&method_key(&t.name, &m.name), depth)
-        {
-            callers.insert(c);
-        }
-    }
-    let mut files: BTreeSet<String> = affected
-        .iter()
-        .filter_map(|n| g.types.get(n))
-        .map(|x| x.file.clone())
-        .collect();
-    files.extend(t.extensions.iter().map(|e| e.file.clone()));
-    files.extend(
-        callers
-            .iter()
-            .filter_map(|c| g.calls.callees(c).first().map(|e| e.file.clone())),
-    );
-    let mut text = format!(
-        "changing {} reaches {} types, {} callers, {} files\n",
-        t.name,
-        affected.len(),
-        callers.len(),
-        files.len()
-    );
-    let list = |s: &BTreeSet<String>| {
-        s.iter()
-            .take(MAX_LIST)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let _ = writeln!(text, "types: {}", list(&affected));
-    let _ = writeln!(text, "callers: {}", list(&callers));
-    let _ = write!(
-        text,
-        "files: {}",
-        files
-            .iter()
-            .take(MAX_AFFECTED_FILES)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    Ok(ToolOutput::new(
-        json!({"entity": t.name, "types": affected, "callers": callers, "files": files}),
         text,
     ))
 }
@@ -408,96 +329,6 @@ fn topology(g: &ProjectGraph) -> ToolOutput {
     );
     let data = json!({"modules": g.modules.modules.len(), "layers": layers, "cycles": cycles, "mostDependedOn": top, "types": g.types.len(), "callEdges": g.calls.len()});
     ToolOutput::new(data, text)
-}
-
-fn entity_edges(g: &ProjectGraph, id: &str) -> Result<ToolOutput, ToolError> {
-    let mut out: Vec<(String, String)> = Vec::new();
-    let mut inc: Vec<(String, String)> = Vec::new();
-    if let Some(m) = g.modules.modules.get(id) {
-        out.extend(
-            m.dependencies
-                .keys()
-                .map(|d| ("depends_on".to_string(), d.clone())),
-        );
-        inc.extend(
-            g.modules
-                .modules
-                .values()
-                .filter(|x| x.dependencies.contains_key(id))
-                .map(|x| ("used_by".to_string(), x.name.clone())),
-        );
-    } else if let Some((ty, method)) = id.rsplit_once('.') {
-        let key = method_key(ty, method);
-        out.extend(
-            g.callees(&key)
-                .into_iter()
-                .map(|e| ("calls".to_string(), callee_label(e))),
-        );
-        inc.extend(
-            g.callers(&key)
-                .into_iter()
-                .map(|e| ("called_by".to_string(), e.caller.clone())),
-        );
-    } else {
-        let t = find_type(g, id, "entity")?;
-        out.extend(
-            t.superclass
-                .iter()
-                .map(|s| ("inherits".to_string(), s.clone())),
-        );
-        out.extend(
-            t.conformances
-                .iter()
-                .map(|c| ("conforms".to_string(), c.clone())),
-        );
-        out.extend(t.extensions.iter().map(|e| {
-            (
-                "extended_by".to_string(),
-                format!(
-                    "{} ({})",
-                    e.category.as_deref().unwrap_or("extension"),
-                    e.file
-                ),
-            )
-        }));
-        inc.extend(
-            g.subclasses
-                .get(&t.name)
-                .into_iter()
-                .flatten()
-                .map(|s| ("subclassed_by".to_string(), s.clone())),
-        );
-        inc.extend(
-            g.conformers
-                .get(&t.name)
-                .into_iter()
-                .flatten()
-                .map(|s| ("conformed_by".to_string(), s.clone())),
-        );
-        let callers: BTreeSet<String> = t
-            .methods
-            .iter()
-            .flat_map(|m| g.callers(&method_key(&t.name, &m.name)))
-            .map(|e| e.caller.clone())
-            .collect();
-        inc.extend(callers.into_iter().map(|c| ("called_by".to_string(), c)));
-    }
-    let mut text = format!("{id}: {} outgoing, {} incoming\n", out.len(), inc.len());
-    for (rel, to) in out.iter().take(MAX_EDGES) {
-        let _ = writeln!(text, "  → {rel} {to}");
-    }
-    for (rel, from) in inc.iter().take(MAX_EDGES) {
-        let _ = writeln!(text, "  ← {rel} {from}");
-    }
-    let rows = |v: &[(String, String)]| {
-        v.iter()
-            .map(|(r, n)| json!({"relation": r, "entity": n}))
-            .collect::<Vec<_>>()
-    };
-    Ok(ToolOutput::new(
-        json!({"entity": id, "outgoing": rows(&out), "incoming": rows(&inc)}),
-        text.trim_end().to_string(),
-    ))
 }
 
 pub(super) fn callee_label(e: &CallEdge) -> String {

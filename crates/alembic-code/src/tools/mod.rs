@@ -9,6 +9,7 @@
 mod access;
 mod ast;
 mod call_graph;
+mod entity;
 mod graph_query;
 
 use std::sync::Arc;

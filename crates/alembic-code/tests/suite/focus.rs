@@ -203,9 +203,6 @@ fn aliased_parents_answer_the_same_from_focused_and_full_graphs() {
 /// Runs every type tool for each name against a fresh service (focused graphs) and one
 /// holding the full graph, asserts equal answers and returns how many were errors.
 fn assert_type_tools_agree(root: &Path, names: &[&str]) -> usize {
-    let focused = std::sync::Arc::new(CodeService::new(root).unwrap());
-    let full = std::sync::Arc::new(CodeService::new(root).unwrap());
-    full.graph().unwrap();
     let mut calls: Vec<(&str, serde_json::Value)> = Vec::new();
     for name in names {
         calls.extend([
@@ -225,6 +222,20 @@ fn assert_type_tools_agree(root: &Path, names: &[&str]) -> usize {
             ));
         }
     }
+    assert_tools_agree(root, &calls)
+}
+
+/// Runs each tool call against a fresh service (answers from the index's rows and focused
+/// graphs) and one holding the full graph; asserts equal answers (text and data, errors
+/// included) and returns how many were errors.
+pub(super) fn assert_tools_agree(root: &Path, calls: &[(&str, serde_json::Value)]) -> usize {
+    let focused = std::sync::Arc::new(CodeService::new(root).unwrap());
+    let full = std::sync::Arc::new(CodeService::new(root).unwrap());
+    full.graph().unwrap();
+    // Nothing changes during the comparison: watched services skip the walk per call (a
+    // tree that cannot be watched is walked per call, with the same answers).
+    focused.watch();
+    full.watch();
     let render = |service: &std::sync::Arc<CodeService>, name: &str, args: &serde_json::Value| {
         match run_tool(service, name, args) {
             Ok(out) => format!("{}\n{}", out.text, out.data),
@@ -232,7 +243,7 @@ fn assert_type_tools_agree(root: &Path, names: &[&str]) -> usize {
         }
     };
     let mut errors = 0;
-    for (name, args) in &calls {
+    for (name, args) in calls {
         let answer = render(&focused, name, args);
         errors += usize::from(answer.starts_with("error: "));
         assert_eq!(answer, render(&full, name, args), "{name} {args}");

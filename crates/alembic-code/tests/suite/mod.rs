@@ -2,6 +2,7 @@ mod aliases;
 mod direct;
 mod fixtures;
 mod focus;
+mod focus_calls;
 mod graph_per_language;
 mod incremental;
 mod index;

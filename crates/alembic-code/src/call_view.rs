@@ -1,0 +1,257 @@
+//! [`CallView`]: what the call-graph and entity queries read, from the whole-project graph
+//! when the service already holds it, else from the index's rows and the few summaries
+//! they point to ([`crate::focus_calls`], [`crate::focus`]), with the same answers.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::sync::Arc;
+
+use crate::focus::{load, load_around};
+use crate::focus_calls::{CallFocus, types_graph};
+use crate::graph::{ProjectGraph, method_key};
+use crate::index::rows::simple_name;
+use crate::index::{CodeIndex, IndexError};
+use crate::summary::FileSummary;
+use crate::topology::module_of;
+
+/// The call and entity data of one query.
+pub(crate) enum CallView<'i> {
+    Full(Arc<ProjectGraph>),
+    Focused {
+        index: &'i CodeIndex,
+        calls: Box<CallFocus<'i>>,
+    },
+}
+
+impl<'i> CallView<'i> {
+    pub(crate) fn focused(index: &'i CodeIndex) -> CallView<'i> {
+        CallView::Focused {
+            index,
+            calls: Box::new(CallFocus::new(index)),
+        }
+    }
+
+    /// A graph whose edges into each of `callers_of` and out of each of `callees_of` are
+    /// the whole project's (other edges may be missing in a focused view).
+    pub(crate) fn edges(
+        &mut self,
+        callers_of: &[String],
+        callees_of: &[String],
+    ) -> Result<Arc<ProjectGraph>, IndexError> {
+        match self {
+            CallView::Full(g) => Ok(Arc::clone(g)),
+            CallView::Focused { calls, .. } => {
+                for k in callers_of {
+                    calls.callers_of(k)?;
+                }
+                for k in callees_of {
+                    calls.callees_of(k)?;
+                }
+                Ok(calls.graph())
+            }
+        }
+    }
+
+    /// Transitive callers of `key` up to `max_depth`, nearest first, reading one level of
+    /// edges at a time.
+    pub(crate) fn transitive_callers(
+        &mut self,
+        key: &str,
+        max_depth: usize,
+    ) -> Result<Vec<(String, usize)>, IndexError> {
+        let mut each = self.transitive_callers_of_each(&[key.to_string()], max_depth)?;
+        Ok(each.pop().unwrap_or_default())
+    }
+
+    /// [`CallView::transitive_callers`] of each key, reading the edges of every key's
+    /// level at once (one focused graph per level, not per key and level).
+    pub(crate) fn transitive_callers_of_each(
+        &mut self,
+        keys: &[String],
+        max_depth: usize,
+    ) -> Result<Vec<Vec<(String, usize)>>, IndexError> {
+        struct Walk {
+            out: Vec<(String, usize)>,
+            seen: HashSet<String>,
+            frontier: Vec<String>,
+        }
+        let mut walks: Vec<Walk> = keys
+            .iter()
+            .map(|k| Walk {
+                out: Vec::new(),
+                seen: HashSet::from([k.clone()]),
+                frontier: vec![k.clone()],
+            })
+            .collect();
+        for depth in 1..=max_depth {
+            let level: Vec<String> = walks
+                .iter()
+                .flat_map(|w| w.frontier.iter().cloned())
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            let g = self.edges(&level, &[])?;
+            for w in &mut walks {
+                let mut next = Vec::new();
+                for k in &w.frontier {
+                    for e in g.callers(k) {
+                        if w.seen.insert(e.caller.clone()) {
+                            w.out.push((e.caller.clone(), depth));
+                            next.push(e.caller.clone());
+                        }
+                    }
+                }
+                w.frontier = next;
+            }
+        }
+        Ok(walks.into_iter().map(|w| w.out).collect())
+    }
+
+    /// [`ProjectGraph::find_callables`] over the whole project.
+    pub(crate) fn find_callables(&mut self, query: &str) -> Result<Vec<String>, IndexError> {
+        let index = match self {
+            CallView::Full(g) => return Ok(g.find_callables(query)),
+            CallView::Focused { index, .. } => *index,
+        };
+        let mut files = BTreeMap::new();
+        if let Some((class, _)) = query.rsplit_once('.') {
+            // The types of that name and their ancestors, where the method may be inherited.
+            load_around(
+                index,
+                class,
+                crate::focus::Reach::subclasses(Some(0)),
+                &mut files,
+            )?;
+        } else {
+            let found = index.callables_named(query)?;
+            for owner in &found.owners {
+                load_declarations(index, owner, &mut files)?;
+            }
+            for path in found.function_files.keys() {
+                load(index, path, &mut files)?;
+            }
+        }
+        // No call index: a query without a dot never names a caller or callee key (every
+        // key holds a dot, from the type's method or the file's extension).
+        Ok(types_graph(&files).find_callables(query))
+    }
+
+    /// Every method key of the whole project (for "did you mean").
+    pub(crate) fn method_keys(&mut self) -> Result<BTreeSet<String>, IndexError> {
+        let index = match self {
+            CallView::Full(g) => {
+                return Ok(g
+                    .types
+                    .values()
+                    .flat_map(|t| t.methods.iter().map(|m| method_key(&t.name, &m.name)))
+                    .collect());
+            }
+            CallView::Focused { index, .. } => *index,
+        };
+        let shared = index.shared_type_names()?;
+        let mut keys = BTreeSet::new();
+        let mut files = BTreeMap::new();
+        let mut loaded = BTreeSet::new();
+        for (name, owner, _) in index.all_callables()? {
+            let Some(owner) = owner else { continue };
+            if !shared.contains(&owner) {
+                // A name declared in one scope at most is one type, keyed by the name.
+                keys.insert(method_key(&owner, &name));
+            } else if loaded.insert(owner.clone()) {
+                load_declarations(index, &owner, &mut files)?;
+            }
+        }
+        let g = types_graph(&files);
+        keys.extend(
+            g.types
+                .values()
+                .filter(|t| loaded.contains(&t.simple_name))
+                .flat_map(|t| t.methods.iter().map(|m| method_key(&t.name, &m.name))),
+        );
+        Ok(keys)
+    }
+
+    /// A graph that answers about the types named `name` as the whole project's does, as
+    /// far as `reach` ([`crate::focus`]).
+    pub(crate) fn around(
+        &mut self,
+        name: &str,
+        reach: crate::focus::Reach,
+    ) -> Result<Arc<ProjectGraph>, IndexError> {
+        match self {
+            CallView::Full(g) => Ok(Arc::clone(g)),
+            CallView::Focused { index, .. } => Ok(Arc::new(ProjectGraph::build(
+                &crate::focus::summaries_around(index, name, reach)?,
+            ))),
+        }
+    }
+
+    /// Every type key of the whole project.
+    pub(crate) fn type_keys(&self) -> Result<BTreeSet<String>, IndexError> {
+        match self {
+            CallView::Full(g) => Ok(g.types.keys().cloned().collect()),
+            CallView::Focused { index, .. } => index.type_keys(),
+        }
+    }
+
+    /// Module names of the whole project (each file's directory).
+    pub(crate) fn modules(&self) -> BTreeSet<String> {
+        match self {
+            CallView::Full(g) => g.modules.modules.keys().cloned().collect(),
+            CallView::Focused { index, .. } => index.paths().map(module_of).collect(),
+        }
+    }
+
+    /// A graph holding every type whose key contains `keyword` and every method and
+    /// function whose name does (case-insensitively), as the whole project has them.
+    pub(crate) fn search_graph(&mut self, keyword: &str) -> Result<Arc<ProjectGraph>, IndexError> {
+        let index = match self {
+            CallView::Full(g) => return Ok(Arc::clone(g)),
+            CallView::Focused { index, .. } => *index,
+        };
+        let k = keyword.to_lowercase();
+        let mut names: BTreeSet<String> = index
+            .type_keys()?
+            .into_iter()
+            .filter(|key| key.to_lowercase().contains(&k))
+            .map(|key| simple_name(&key).to_string())
+            .collect();
+        let mut paths = BTreeSet::new();
+        for (name, owner, path) in index.all_callables()? {
+            if !name.to_lowercase().contains(&k) {
+                continue;
+            }
+            match owner {
+                Some(owner) => names.insert(owner),
+                None => paths.insert(path),
+            };
+        }
+        let mut files = BTreeMap::new();
+        for name in &names {
+            load_declarations(index, name, &mut files)?;
+        }
+        for path in &paths {
+            load(index, path, &mut files)?;
+        }
+        Ok(Arc::new(types_graph(&files)))
+    }
+
+    /// Summaries read so far (0 for the full graph).
+    pub(crate) fn loaded(&self) -> usize {
+        match self {
+            CallView::Full(_) => 0,
+            CallView::Focused { calls, .. } => calls.loaded(),
+        }
+    }
+}
+
+/// Loads every file declaring a type of this simple name.
+fn load_declarations(
+    index: &CodeIndex,
+    name: &str,
+    files: &mut BTreeMap<String, FileSummary>,
+) -> Result<(), IndexError> {
+    for path in index.files_declaring(name)? {
+        load(index, &path, files)?;
+    }
+    Ok(())
+}
