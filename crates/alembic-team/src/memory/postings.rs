@@ -1,15 +1,18 @@
-//! Lexical ranking of team memories from the postings table (schema step 3): the query's
-//! posting lists come from the index in one statement, and BM25 is computed here, as SQLite's
-//! FTS5 computes it, so scores match the local store's.
+//! Lexical ranking of team memories from the packed posting lists (schema step 5): the
+//! query's posting lists come from the index in one statement, a few rows of parallel arrays
+//! per term, and BM25 is computed here, as SQLite's FTS5 computes it, so scores match the
+//! local store's.
 //!
 //! Why in the client: aggregating 20,000 postings per query in SQL cost PostgreSQL ~40 ms
-//! of executor time on a loaded machine. Reading them as four arrays per term is now the
-//! largest part of a retrieval (team-mix at load 7 on 2 cores: ~21,000 postings, p50 29 ms;
-//! the first page of rows 10 ms; the sum here 2 ms). Computing each posting's part in SQL
-//! instead (two arrays) was slower still: PostgreSQL's expression evaluation costs more than
-//! the two arrays it saves. Exact top-k pruning (MaxScore) does not help the common shape of
-//! two topic words and a rare one: the pool's threshold (two topic hits, ~4.2) is below one
-//! topic's bound (idf·(k1+1), ~4.7), so every list must be read anyway.
+//! of executor time on a loaded machine. Why packed: with one index row per posting
+//! (step 3), reading the ~21,000 postings of two common words was the floor of a retrieval
+//! (team-mix at load 7 on 2 cores: p50 29 ms of 42; the first page of rows 10 ms; the sum
+//! here 2 ms); as blocks of up to 4,096 seqs they are some fifty rows. Computing each
+//! posting's part in SQL instead (two arrays) was slower still: PostgreSQL's expression
+//! evaluation costs more than the two arrays it saves. Exact top-k pruning (MaxScore) does
+//! not help the common shape of two topic words and a rare one: the pool's threshold (two
+//! topic hits, ~4.2) is below one topic's bound (idf·(k1+1), ~4.7), so every list must be
+//! read anyway.
 
 use sqlx::{PgConnection, Row};
 
@@ -49,20 +52,19 @@ pub(crate) struct Postings {
     pub total_len: i64,
 }
 
-/// The query's lexemes (after the same stemming as the stored text) with their posting
-/// lists, and the team's row count and total length.
+/// The query's lexemes (after the same stemming as the stored text), each with the blocks
+/// of its packed posting list (schema step 5) in block order, and the team's row count and
+/// total length; a lexeme no memory holds gives one row of empty arrays.
 const FETCH: &str = concat!(
-    "select coalesce(p.seqs, '{}'), coalesce(p.tf_a, '{}'), coalesce(p.tf_d, '{}'),
-            coalesce(p.lens, '{}'),
+    "select q.i, coalesce(l.seqs, '{}'), coalesce(l.tf_a, '{}'), coalesce(l.tf_d, '{}'),
+            coalesce(l.lens, '{}'),
             coalesce((select rows from team_memory_stats where team = $1), 0),
             coalesce((select total_len from team_memory_stats where team = $1), 0)
      from unnest(tsvector_to_array(to_tsvector(",
     ts_config!(),
-    ", $2))) q(lexeme)
-     cross join lateral (select array_agg(seq) as seqs, array_agg(tf_a) as tf_a,
-                                array_agg(tf_d) as tf_d, array_agg(len) as lens
-                         from team_memory_postings
-                         where team = $1 and lexeme = q.lexeme) p"
+    ", $2))) with ordinality q(lexeme, i)
+     left join team_memory_lists l on l.team = $1 and l.lexeme = q.lexeme
+     order by q.i, l.block"
 );
 
 impl Postings {
@@ -78,15 +80,21 @@ impl Postings {
             .fetch_all(conn)
             .await?;
         let mut postings = Postings::default();
+        let mut term = None;
         for r in &rows {
-            postings.rows = r.try_get(4)?;
-            postings.total_len = r.try_get(5)?;
-            postings.lists.push(PostingList {
-                seqs: r.try_get(0)?,
-                tf_a: r.try_get(1)?,
-                tf_d: r.try_get(2)?,
-                lens: r.try_get(3)?,
-            });
+            postings.rows = r.try_get(5)?;
+            postings.total_len = r.try_get(6)?;
+            let i: i64 = r.try_get(0)?;
+            if term != Some(i) {
+                term = Some(i);
+                postings.lists.push(PostingList::default());
+            }
+            if let Some(list) = postings.lists.last_mut() {
+                list.seqs.extend(r.try_get::<Vec<i64>, _>(1)?);
+                list.tf_a.extend(r.try_get::<Vec<i32>, _>(2)?);
+                list.tf_d.extend(r.try_get::<Vec<i32>, _>(3)?);
+                list.lens.extend(r.try_get::<Vec<i32>, _>(4)?);
+            }
         }
         Ok(postings)
     }
@@ -96,8 +104,9 @@ impl Postings {
     /// idf = ln((N − n + 0.5) / (n + 0.5)) floored at 1e-6, avgdl at least 1.
     ///
     /// The terms' contributions are summed per memory after one stable sort by seq: each
-    /// list comes from the index in seq order, so the sort merges a few sorted runs, cheaper
-    /// than hashing some 20,000 postings of two common terms. Each memory's terms are added
+    /// list's blocks come in seq order and a block is mostly sorted (an edit appends its seq
+    /// again), so the sort merges a few sorted runs, cheaper than hashing some 20,000
+    /// postings of two common terms. Each memory's terms are added
     /// in query order, as before, so scores do not change in the last bit.
     pub(crate) fn bm25(&self, weights: Weights) -> Vec<(i64, f64)> {
         let n_rows = self.rows as f64;

@@ -1,5 +1,5 @@
 //! Retrieval and consolidation of [`PgMemory`]: lexical candidates are ranked by BM25 from
-//! the postings table (`postings.rs`, as FTS5 ranks them); scoring, ranking and the
+//! the packed posting lists (`postings.rs`, as FTS5 ranks them); scoring, ranking and the
 //! consolidation decisions are the memory crate's (`MemoryRetriever::rank_channels`,
 //! `MemoryConsolidator::decide`).
 //!
