@@ -176,6 +176,7 @@ insert into team_memory_lists (team, lexeme, block, seqs, tf_a, tf_d, lens)
            array_agg(tf_d order by seq), array_agg(len order by seq)
     from team_memory_postings group by team, lexeme, seq >> 12;
 drop table team_memory_postings;
+analyze team_memory_lists;
 
 alter table team_memory_lists enable row level security;
 alter table team_memory_lists force row level security;

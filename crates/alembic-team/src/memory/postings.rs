@@ -54,7 +54,9 @@ pub(crate) struct Postings {
 
 /// The query's lexemes (after the same stemming as the stored text), each with the blocks
 /// of its packed posting list (schema step 5) in block order, and the team's row count and
-/// total length; a lexeme no memory holds gives one row of empty arrays.
+/// total length; a lexeme no memory holds gives one row of empty arrays. `offset 0` keeps
+/// the lateral lookup a per-lexeme index probe: flattened into a join, a table without
+/// statistics (just migrated) was planned as a scan of all the team's blocks (~1 s).
 const FETCH: &str = concat!(
     "select q.i, coalesce(l.seqs, '{}'), coalesce(l.tf_a, '{}'), coalesce(l.tf_d, '{}'),
             coalesce(l.lens, '{}'),
@@ -63,7 +65,8 @@ const FETCH: &str = concat!(
      from unnest(tsvector_to_array(to_tsvector(",
     ts_config!(),
     ", $2))) with ordinality q(lexeme, i)
-     left join team_memory_lists l on l.team = $1 and l.lexeme = q.lexeme
+     left join lateral (select block, seqs, tf_a, tf_d, lens from team_memory_lists
+                        where team = $1 and lexeme = q.lexeme offset 0) l on true
      order by q.i, l.block"
 );
 
