@@ -13,8 +13,32 @@ pub async fn begin_team(
     pool: &PgPool,
     team: &str,
 ) -> Result<Transaction<'static, Postgres>, sqlx::Error> {
+    begin(pool, team, "").await
+}
+
+/// [`begin_team`] for a transaction whose writes are only counters (a retrieval's access
+/// counts): its commit does not wait for the WAL flush (`synchronous_commit = off`, for this
+/// transaction only), so a server crash may lose the last few counts, never a memory or an
+/// edit. Set in the same round trip as the begin.
+pub async fn begin_team_unflushed(
+    pool: &PgPool,
+    team: &str,
+) -> Result<Transaction<'static, Postgres>, sqlx::Error> {
+    begin(
+        pool,
+        team,
+        ", set_config('synchronous_commit', 'off', true)",
+    )
+    .await
+}
+
+async fn begin(
+    pool: &PgPool,
+    team: &str,
+    more: &str,
+) -> Result<Transaction<'static, Postgres>, sqlx::Error> {
     let begin = format!(
-        "begin; select set_config('alembic.team', {}, true)",
+        "begin; select set_config('alembic.team', {}, true){more}",
         quote_literal(team)
     );
     pool.begin_with(AssertSqlSafe(begin)).await
