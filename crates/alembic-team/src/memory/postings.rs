@@ -54,65 +54,56 @@ pub(crate) struct Postings {
 
 /// The query's lexemes (after the same stemming as the stored text), each with the blocks
 /// of its packed posting list (schema step 5) in block order, and the team's row count and
-/// total length; a lexeme no memory holds gives one row of empty arrays. `offset 0` keeps
-/// the lateral lookup a per-lexeme index probe: flattened into a join, a table without
+/// total length; a lexeme no memory holds gives one empty block. `offset 0` keeps the
+/// lateral lookup a per-lexeme index probe: flattened into a join, a table without
 /// statistics (just migrated) was planned as a scan of all the team's blocks (~1 s).
-///
-/// The arrays come as `array_send`'s bytes (PostgreSQL's binary array format) and are read by
-/// [`ints`]: sqlx's own array decoding took half of the client's time in team-mix (a value
-/// reference and checks per element over some 80,000 elements a retrieval); the server's
-/// work is the same, since a binary result is encoded by `array_send` anyway.
 const FETCH: &str = concat!(
-    "select q.i, array_send(coalesce(l.seqs, '{}')), array_send(coalesce(l.tf_a, '{}')),
-            array_send(coalesce(l.tf_d, '{}')), array_send(coalesce(l.lens, '{}')),
+    "select q.i, coalesce(l.postings, ''::bytea),
             coalesce((select rows from team_memory_stats where team = $1), 0),
             coalesce((select total_len from team_memory_stats where team = $1), 0)
      from unnest(tsvector_to_array(to_tsvector(",
     ts_config!(),
     ", $2))) with ordinality q(lexeme, i)
-     left join lateral (select block, seqs, tf_a, tf_d, lens from team_memory_lists
+     left join lateral (select block, postings from team_memory_lists
                         where team = $1 and lexeme = q.lexeme offset 0) l on true
      order by q.i, l.block"
 );
 
-/// The elements of a one-dimensional array of non-null `N`-byte integers in PostgreSQL's
-/// binary array format (`array_send`: ndim, has-nulls flag, element type, then per dimension
-/// its length and lower bound, then per element its byte length and big-endian value),
-/// appended to `out`. Anything else is a decode error naming what was found.
-fn ints<const N: usize, T>(
-    bytes: &[u8],
-    out: &mut Vec<T>,
-    from: fn([u8; N]) -> T,
-) -> Result<(), sqlx::Error> {
-    let bad = |what: String| sqlx::Error::Decode(format!("packed posting list: {what}").into());
-    let word = |at: usize| -> Option<i32> {
-        let b: [u8; 4] = bytes.get(at..at + 4)?.try_into().ok()?;
-        Some(i32::from_be_bytes(b))
-    };
-    let ndim = word(0).ok_or_else(|| bad(format!("{} bytes, no header", bytes.len())))?;
-    if ndim == 0 {
-        return Ok(());
-    }
-    let len = match (ndim, word(12)) {
-        (1, Some(len)) => usize::try_from(len).map_err(|_| bad(format!("length {len}")))?,
-        _ => return Err(bad(format!("{ndim} dimensions, expected 1"))),
-    };
-    let data = bytes.get(20..).unwrap_or_default();
-    if data.len() != len * (4 + N) {
-        return Err(bad(format!(
-            "{} bytes for {len} elements of {N} bytes",
-            data.len()
-        )));
-    }
-    out.reserve(len);
-    for element in data.chunks_exact(4 + N) {
-        let (size, value) = element.split_at(4);
-        match (size == (N as i32).to_be_bytes(), <[u8; N]>::try_from(value)) {
-            (true, Ok(v)) => out.push(from(v)),
-            _ => return Err(bad(format!("an element of size {size:?}, expected {N}"))),
+/// Bytes of one stored posting: seq (8), tf_a, tf_d, len (4 each), big-endian.
+const POSTING: usize = 20;
+
+impl PostingList {
+    /// Appends the postings of one stored block (schema step 5's layout, [`POSTING`] bytes
+    /// each); a block whose length is not a whole number of postings is a decode error.
+    fn extend_packed(&mut self, block: &[u8]) -> Result<(), sqlx::Error> {
+        if !block.len().is_multiple_of(POSTING) {
+            return Err(sqlx::Error::Decode(
+                format!(
+                    "a packed posting block of {} bytes, not a multiple of {POSTING}",
+                    block.len()
+                )
+                .into(),
+            ));
         }
+        let n = block.len() / POSTING;
+        self.seqs.reserve(n);
+        self.tf_a.reserve(n);
+        self.tf_d.reserve(n);
+        self.lens.reserve(n);
+        for p in block.chunks_exact(POSTING) {
+            let (seq, rest) = p.split_at(8);
+            let int = |at: usize| {
+                i32::from_be_bytes([rest[at], rest[at + 1], rest[at + 2], rest[at + 3]])
+            };
+            self.seqs.push(i64::from_be_bytes([
+                seq[0], seq[1], seq[2], seq[3], seq[4], seq[5], seq[6], seq[7],
+            ]));
+            self.tf_a.push(int(0));
+            self.tf_d.push(int(4));
+            self.lens.push(int(8));
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 impl Postings {
@@ -130,18 +121,15 @@ impl Postings {
         let mut postings = Postings::default();
         let mut term = None;
         for r in &rows {
-            postings.rows = r.try_get(5)?;
-            postings.total_len = r.try_get(6)?;
+            postings.rows = r.try_get(2)?;
+            postings.total_len = r.try_get(3)?;
             let i: i64 = r.try_get(0)?;
             if term != Some(i) {
                 term = Some(i);
                 postings.lists.push(PostingList::default());
             }
             if let Some(list) = postings.lists.last_mut() {
-                ints(r.try_get(1)?, &mut list.seqs, i64::from_be_bytes)?;
-                ints(r.try_get(2)?, &mut list.tf_a, i32::from_be_bytes)?;
-                ints(r.try_get(3)?, &mut list.tf_d, i32::from_be_bytes)?;
-                ints(r.try_get(4)?, &mut list.lens, i32::from_be_bytes)?;
+                list.extend_packed(r.try_get(1)?)?;
             }
         }
         Ok(postings)
@@ -238,30 +226,24 @@ mod tests {
     }
 
     #[test]
-    fn ints_reads_array_send_and_refuses_other_shapes() {
-        // array_send('{1,2}'::int8[]) and array_send('{}'::int4[]), from the server
-        let hex = "0000000100000000000000140000000200000001\
-                   000000080000000000000001000000080000000000000002";
-        let bytes: Vec<u8> = (0..hex.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
-            .collect();
-        let mut seqs = vec![7_i64];
-        ints(&bytes, &mut seqs, i64::from_be_bytes).unwrap();
-        assert_eq!(seqs, [7, 1, 2]);
-        let empty = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x17];
-        let mut none: Vec<i32> = Vec::new();
-        ints(&empty, &mut none, i32::from_be_bytes).unwrap();
-        assert!(none.is_empty());
-        // int8 elements read as int4, a truncated array, a null element: errors, never a
-        // wrong list
-        let mut out: Vec<i32> = Vec::new();
-        for bad in [&bytes[..], &bytes[..30]] {
-            assert!(ints(bad, &mut out, i32::from_be_bytes).is_err());
+    fn packed_blocks_read_as_stored_and_a_partial_posting_is_refused() {
+        // team_memory_posting(4097, 2, 0, 12) || team_memory_posting(5000, 0, 1, 7)
+        let mut block = Vec::new();
+        for (seq, a, d, n) in [(4097_i64, 2_i32, 0_i32, 12_i32), (5000, 0, 1, 7)] {
+            block.extend(seq.to_be_bytes());
+            for v in [a, d, n] {
+                block.extend(v.to_be_bytes());
+            }
         }
-        let mut null = bytes.clone();
-        null[20..24].copy_from_slice(&(-1_i32).to_be_bytes());
-        assert!(ints(&null, &mut seqs, i64::from_be_bytes).is_err());
+        let mut list = list(&[(1, 1, 1, 1)]);
+        list.extend_packed(&block).unwrap();
+        list.extend_packed(&[]).unwrap();
+        assert_eq!(
+            list,
+            super::tests::list(&[(1, 1, 1, 1), (4097, 2, 0, 12), (5000, 0, 1, 7)])
+        );
+        assert!(list.extend_packed(&block[..30]).is_err());
+        assert_eq!(list.seqs.len(), 3, "nothing appended from a bad block");
     }
 
     #[test]

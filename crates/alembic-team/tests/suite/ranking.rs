@@ -144,19 +144,39 @@ update team_memories set content = 'The payment queue drains every second',
 delete from team_memories where id = 'm6';
 ";
 
-/// Every posting of the team as (lexeme, seq, tf_a, tf_d, len), from the step 4 table or the
-/// step 5 packed lists.
+/// Every posting of the team as (lexeme, seq, tf_a, tf_d, len), sorted, from the step 4
+/// table or the step 5 packed blocks (20 bytes a posting: seq, tf_a, tf_d, len, big-endian).
 async fn all_postings(
     pool: &sqlx::PgPool,
     packed: bool,
 ) -> Result<Vec<(String, i64, i32, i32, i32)>, sqlx::Error> {
-    let sql = if packed {
-        "select l.lexeme, x.s, x.a, x.d, x.n from team_memory_lists l,
-             unnest(l.seqs, l.tf_a, l.tf_d, l.lens) x(s, a, d, n) order by 1, 2"
-    } else {
-        "select lexeme, seq, tf_a, tf_d, len from team_memory_postings order by 1, 2"
-    };
-    sqlx::query_as(sql).fetch_all(pool).await
+    if !packed {
+        let sql = "select lexeme, seq, tf_a, tf_d, len from team_memory_postings order by 1, 2";
+        return sqlx::query_as(sql).fetch_all(pool).await;
+    }
+    let blocks: Vec<(String, Vec<u8>)> =
+        sqlx::query_as("select lexeme, postings from team_memory_lists")
+            .fetch_all(pool)
+            .await?;
+    let int = |b: &[u8]| i32::from_be_bytes(b.try_into().unwrap());
+    let mut all: Vec<(String, i64, i32, i32, i32)> = blocks
+        .iter()
+        .flat_map(|(lexeme, block)| {
+            assert_eq!(block.len() % 20, 0, "{lexeme}: {} bytes", block.len());
+            block.chunks_exact(20).map(|p| {
+                let seq = i64::from_be_bytes(p[..8].try_into().unwrap());
+                (
+                    lexeme.clone(),
+                    seq,
+                    int(&p[8..12]),
+                    int(&p[12..16]),
+                    int(&p[16..20]),
+                )
+            })
+        })
+        .collect();
+    all.sort();
+    Ok(all)
 }
 
 fn step_5_rankings(team: &TeamConfig) -> Vec<Vec<(String, i64)>> {
