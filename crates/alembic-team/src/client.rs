@@ -52,8 +52,12 @@ impl PgClient {
             })?;
         let pool = {
             let _entered = runtime.enter();
+            // no ping before each acquire (a round trip per transaction): a connection the
+            // server dropped fails its first query, which `explain` turns into the same
+            // named error after probing the server
             PgPoolOptions::new()
                 .max_connections(8)
+                .test_before_acquire(false)
                 .acquire_timeout(config.connect_timeout)
                 .connect_lazy_with(options.clone())
         };

@@ -105,6 +105,10 @@ create trigger team_memory_stats_track after insert or delete or update of searc
         version: 4,
         sql: crate::memory::migrations::ROW_SECURITY,
     },
+    PgMigration {
+        version: 5,
+        sql: crate::memory::migrations::PACKED_POSTINGS,
+    },
 ];
 
 /// Component name of the team knowledge tables.

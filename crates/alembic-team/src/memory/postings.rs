@@ -1,15 +1,18 @@
-//! Lexical ranking of team memories from the postings table (schema step 3): the query's
-//! posting lists come from the index in one statement, and BM25 is computed here, as SQLite's
-//! FTS5 computes it, so scores match the local store's.
+//! Lexical ranking of team memories from the packed posting lists (schema step 5): the
+//! query's posting lists come from the index in one statement, a few rows of parallel arrays
+//! per term, and BM25 is computed here, as SQLite's FTS5 computes it, so scores match the
+//! local store's.
 //!
 //! Why in the client: aggregating 20,000 postings per query in SQL cost PostgreSQL ~40 ms
-//! of executor time on a loaded machine. Reading them as four arrays per term is now the
-//! largest part of a retrieval (team-mix at load 7 on 2 cores: ~21,000 postings, p50 29 ms;
-//! the first page of rows 10 ms; the sum here 2 ms). Computing each posting's part in SQL
-//! instead (two arrays) was slower still: PostgreSQL's expression evaluation costs more than
-//! the two arrays it saves. Exact top-k pruning (MaxScore) does not help the common shape of
-//! two topic words and a rare one: the pool's threshold (two topic hits, ~4.2) is below one
-//! topic's bound (idf·(k1+1), ~4.7), so every list must be read anyway.
+//! of executor time on a loaded machine. Why packed: with one index row per posting
+//! (step 3), reading the ~21,000 postings of two common words was the floor of a retrieval
+//! (team-mix at load 7 on 2 cores: p50 29 ms of 42; the first page of rows 10 ms; the sum
+//! here 2 ms); as blocks of up to 4,096 seqs they are some fifty rows. Computing each
+//! posting's part in SQL instead (two arrays) was slower still: PostgreSQL's expression
+//! evaluation costs more than the two arrays it saves. Exact top-k pruning (MaxScore) does
+//! not help the common shape of two topic words and a rare one: the pool's threshold (two
+//! topic hits, ~4.2) is below one topic's bound (idf·(k1+1), ~4.7), so every list must be
+//! read anyway.
 
 use sqlx::{PgConnection, Row};
 
@@ -49,21 +52,59 @@ pub(crate) struct Postings {
     pub total_len: i64,
 }
 
-/// The query's lexemes (after the same stemming as the stored text) with their posting
-/// lists, and the team's row count and total length.
+/// The query's lexemes (after the same stemming as the stored text), each with the blocks
+/// of its packed posting list (schema step 5) in block order, and the team's row count and
+/// total length; a lexeme no memory holds gives one empty block. `offset 0` keeps the
+/// lateral lookup a per-lexeme index probe: flattened into a join, a table without
+/// statistics (just migrated) was planned as a scan of all the team's blocks (~1 s).
 const FETCH: &str = concat!(
-    "select coalesce(p.seqs, '{}'), coalesce(p.tf_a, '{}'), coalesce(p.tf_d, '{}'),
-            coalesce(p.lens, '{}'),
+    "select q.i, coalesce(l.postings, ''::bytea),
             coalesce((select rows from team_memory_stats where team = $1), 0),
             coalesce((select total_len from team_memory_stats where team = $1), 0)
      from unnest(tsvector_to_array(to_tsvector(",
     ts_config!(),
-    ", $2))) q(lexeme)
-     cross join lateral (select array_agg(seq) as seqs, array_agg(tf_a) as tf_a,
-                                array_agg(tf_d) as tf_d, array_agg(len) as lens
-                         from team_memory_postings
-                         where team = $1 and lexeme = q.lexeme) p"
+    ", $2))) with ordinality q(lexeme, i)
+     left join lateral (select block, postings from team_memory_lists
+                        where team = $1 and lexeme = q.lexeme offset 0) l on true
+     order by q.i, l.block"
 );
+
+/// Bytes of one stored posting: seq (8), tf_a, tf_d, len (4 each), big-endian.
+const POSTING: usize = 20;
+
+impl PostingList {
+    /// Appends the postings of one stored block (schema step 5's layout, [`POSTING`] bytes
+    /// each); a block whose length is not a whole number of postings is a decode error.
+    fn extend_packed(&mut self, block: &[u8]) -> Result<(), sqlx::Error> {
+        if !block.len().is_multiple_of(POSTING) {
+            return Err(sqlx::Error::Decode(
+                format!(
+                    "a packed posting block of {} bytes, not a multiple of {POSTING}",
+                    block.len()
+                )
+                .into(),
+            ));
+        }
+        let n = block.len() / POSTING;
+        self.seqs.reserve(n);
+        self.tf_a.reserve(n);
+        self.tf_d.reserve(n);
+        self.lens.reserve(n);
+        for p in block.chunks_exact(POSTING) {
+            let (seq, rest) = p.split_at(8);
+            let int = |at: usize| {
+                i32::from_be_bytes([rest[at], rest[at + 1], rest[at + 2], rest[at + 3]])
+            };
+            self.seqs.push(i64::from_be_bytes([
+                seq[0], seq[1], seq[2], seq[3], seq[4], seq[5], seq[6], seq[7],
+            ]));
+            self.tf_a.push(int(0));
+            self.tf_d.push(int(4));
+            self.lens.push(int(8));
+        }
+        Ok(())
+    }
+}
 
 impl Postings {
     /// Reads the postings of the terms of `text` (space-separated query terms).
@@ -78,15 +119,18 @@ impl Postings {
             .fetch_all(conn)
             .await?;
         let mut postings = Postings::default();
+        let mut term = None;
         for r in &rows {
-            postings.rows = r.try_get(4)?;
-            postings.total_len = r.try_get(5)?;
-            postings.lists.push(PostingList {
-                seqs: r.try_get(0)?,
-                tf_a: r.try_get(1)?,
-                tf_d: r.try_get(2)?,
-                lens: r.try_get(3)?,
-            });
+            postings.rows = r.try_get(2)?;
+            postings.total_len = r.try_get(3)?;
+            let i: i64 = r.try_get(0)?;
+            if term != Some(i) {
+                term = Some(i);
+                postings.lists.push(PostingList::default());
+            }
+            if let Some(list) = postings.lists.last_mut() {
+                list.extend_packed(r.try_get(1)?)?;
+            }
         }
         Ok(postings)
     }
@@ -96,8 +140,9 @@ impl Postings {
     /// idf = ln((N − n + 0.5) / (n + 0.5)) floored at 1e-6, avgdl at least 1.
     ///
     /// The terms' contributions are summed per memory after one stable sort by seq: each
-    /// list comes from the index in seq order, so the sort merges a few sorted runs, cheaper
-    /// than hashing some 20,000 postings of two common terms. Each memory's terms are added
+    /// list's blocks come in seq order and a block is mostly sorted (an edit appends its seq
+    /// again), so the sort merges a few sorted runs, cheaper than hashing some 20,000
+    /// postings of two common terms. Each memory's terms are added
     /// in query order, as before, so scores do not change in the last bit.
     pub(crate) fn bm25(&self, weights: Weights) -> Vec<(i64, f64)> {
         let n_rows = self.rows as f64;
@@ -178,6 +223,27 @@ mod tests {
             tf_d: entries.iter().map(|e| e.2).collect(),
             lens: entries.iter().map(|e| e.3).collect(),
         }
+    }
+
+    #[test]
+    fn packed_blocks_read_as_stored_and_a_partial_posting_is_refused() {
+        // team_memory_posting(4097, 2, 0, 12) || team_memory_posting(5000, 0, 1, 7)
+        let mut block = Vec::new();
+        for (seq, a, d, n) in [(4097_i64, 2_i32, 0_i32, 12_i32), (5000, 0, 1, 7)] {
+            block.extend(seq.to_be_bytes());
+            for v in [a, d, n] {
+                block.extend(v.to_be_bytes());
+            }
+        }
+        let mut list = list(&[(1, 1, 1, 1)]);
+        list.extend_packed(&block).unwrap();
+        list.extend_packed(&[]).unwrap();
+        assert_eq!(
+            list,
+            super::tests::list(&[(1, 1, 1, 1), (4097, 2, 0, 12), (5000, 0, 1, 7)])
+        );
+        assert!(list.extend_packed(&block[..30]).is_err());
+        assert_eq!(list.seqs.len(), 3, "nothing appended from a bad block");
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Retrieval and consolidation of [`PgMemory`]: lexical candidates are ranked by BM25 from
-//! the postings table (`postings.rs`, as FTS5 ranks them); scoring, ranking and the
+//! the packed posting lists (`postings.rs`, as FTS5 ranks them); scoring, ranking and the
 //! consolidation decisions are the memory crate's (`MemoryRetriever::rank_channels`,
 //! `MemoryConsolidator::decide`).
 //!
@@ -20,7 +20,7 @@ use super::postings::{Postings, Weights, pages};
 use super::rows::{self, columns};
 use super::{PgMemory, Who};
 use crate::error::TeamError;
-use crate::tx::begin_team;
+use crate::tx::{begin_team, begin_team_unflushed};
 
 /// A lexical candidate: seq, rank, updated, importance, vector model, vector.
 type LexRow = (i64, f64, i64, f64, Option<String>, Option<Vec<f32>>);
@@ -45,9 +45,9 @@ struct Lookup {
 /// One transaction: the lexical candidates (postings, then the retrievable rows a page at a
 /// time), their ranking (the memory crate's), then the winners loaded and, with `touch`,
 /// their access counts bumped in the same statement. The touch is committed without waiting
-/// for the WAL flush (`synchronous_commit = off` for this transaction only): a server crash
-/// may lose the last few access counts, never a memory or an edit, and the reader does not
-/// wait on the disk for a counter.
+/// for the WAL flush (`synchronous_commit = off` for this transaction only, set with the
+/// begin, [`begin_team_unflushed`]): a server crash may lose the last few access counts, never
+/// a memory or an edit, and the reader does not wait on the disk for a counter.
 pub(super) fn retrieve(
     pm: &mut PgMemory,
     query: &str,
@@ -75,7 +75,11 @@ pub(super) fn retrieve(
     let retriever = MemoryRetriever::new(pm.config.retrieval.clone());
     let options = options.clone();
     pm.run(move |who, pool| async move {
-        let mut tx = begin_team(&pool, &who.team).await?;
+        let mut tx = if options.touch {
+            begin_team_unflushed(&pool, &who.team).await?
+        } else {
+            begin_team(&pool, &who.team).await?
+        };
         let lexical = lexical(&mut tx, &who.team, &lookup).await?;
         let semantic = lookup
             .query_vector
@@ -175,7 +179,8 @@ fn semantic(model: &str, query: &[f32], lexical: &[LexRow]) -> Vec<alembic_memor
 
 /// Loads the ranked memories; with `touch` (the time), bumps their access counts in the same
 /// statement and returns them as they were before (the SQLite store's order: read, then
-/// touch). The bump is committed without waiting for the WAL flush (see [`retrieve`]).
+/// touch). The bump is committed without waiting for the WAL flush (see [`retrieve`]: the
+/// transaction was begun by [`begin_team_unflushed`]).
 async fn load(
     conn: &mut PgConnection,
     team: &str,
@@ -200,9 +205,6 @@ async fn load(
     }
     let rows = match touch {
         Some(now) => {
-            sqlx::query("select set_config('synchronous_commit', 'off', true)")
-                .execute(&mut *conn)
-                .await?;
             sqlx::query(LOAD_AND_TOUCH)
                 .bind(team)
                 .bind(seqs)

@@ -8,11 +8,11 @@ use std::sync::Arc;
 use alembic_knowledge::contract::candidate;
 use alembic_knowledge::{Filter, KnowledgeBackend, NewEntry, Status};
 use alembic_memory::{MemoryBackend, MemoryConfig, NewMemory, RetrieveOptions};
-use alembic_team::tx::begin_team;
+use alembic_team::tx::{begin_team, begin_team_unflushed};
 use alembic_team::{PgClient, PgKnowledge, PgMemory, TeamConfig};
 use pretty_assertions::assert_eq;
 
-use super::{T0, fresh_database, fresh_team};
+use super::{T0, fresh_database, fresh_team, pg_url};
 
 /// A login role without superuser rights, allowed to use the tables of the database at
 /// `url`, without CREATE on the schema (a store that is up to date needs none); returns the
@@ -168,4 +168,47 @@ fn knowledge_rows_are_guarded_by_the_server_too() {
     assert_eq!(unscoped, 0, "no team named: no rows");
     let err = foreign_insert.unwrap_err();
     assert!(err.contains("row-level security"), "{err}");
+}
+
+#[test]
+fn begin_team_names_the_team_verbatim_and_unflushed_relaxes_only_its_own_transaction() {
+    let admin = PgClient::connect(&TeamConfig::new(pg_url(), "admin", "test")).unwrap();
+    let setting = "select coalesce(current_setting('alembic.team', true), ''), \
+                   current_setting('synchronous_commit')";
+    let got = admin
+        .run(move |_| async move {
+            // one connection, so each transaction and the last read share it
+            let pool = sqlx::postgres::PgPoolOptions::new()
+                .max_connections(1)
+                .connect(&pg_url())
+                .await?;
+            let mut seen = Vec::new();
+            for (team, unflushed) in [(r"o'brien\n", false), ("red", true), ("blue", false)] {
+                let mut tx = if unflushed {
+                    begin_team_unflushed(&pool, team).await?
+                } else {
+                    begin_team(&pool, team).await?
+                };
+                seen.push(
+                    sqlx::query_as::<_, (String, String)>(setting)
+                        .fetch_one(&mut *tx)
+                        .await?,
+                );
+                tx.commit().await?;
+            }
+            // both settings were local to their transactions
+            seen.push(sqlx::query_as(setting).fetch_one(&pool).await?);
+            Ok(seen)
+        })
+        .unwrap();
+    let want = |team: &str, sync: &str| (team.to_string(), sync.to_string());
+    assert_eq!(
+        got,
+        [
+            want(r"o'brien\n", "on"),
+            want("red", "off"),
+            want("blue", "on"),
+            want("", "on"),
+        ]
+    );
 }
