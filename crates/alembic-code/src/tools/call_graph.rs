@@ -8,7 +8,7 @@ use alembic_tools::{ToolDefinition, ToolError, ToolModule, ToolOutput};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::graph_query::{MAX_AFFECTED_FILES, MAX_LIST, callee_label, search};
+use super::graph_query::{MAX_AFFECTED_FILES, MAX_LIST, callee_label, first_joined, search};
 use super::{clamped, code_tool, index_error, non_blank, not_found, similar};
 use crate::call_view::CallView;
 use crate::calls::CallEdge;
@@ -238,25 +238,11 @@ fn call_impact(view: &mut CallView<'_>, key: &str) -> Result<(String, Value), In
         files.len(),
         modules.len()
     );
-    let _ = writeln!(
-        text,
-        "  direct: {}",
-        direct
-            .iter()
-            .take(MAX_LIST)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
+    let _ = writeln!(text, "  direct: {}", first_joined(&direct, MAX_LIST));
     let _ = writeln!(
         text,
         "  files: {}",
-        files
-            .iter()
-            .take(MAX_AFFECTED_FILES)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join(", ")
+        first_joined(&files, MAX_AFFECTED_FILES)
     );
     let rows: Vec<Value> = transitive
         .iter()

@@ -9,7 +9,7 @@ use alembic_tools::{ToolError, ToolOutput};
 use serde_json::json;
 
 use super::ast::find_type;
-use super::graph_query::{MAX_AFFECTED_FILES, MAX_LIST, callee_label};
+use super::graph_query::{MAX_AFFECTED_FILES, MAX_LIST, callee_label, first_joined};
 use super::{index_error, not_found, similar};
 use crate::call_view::CallView;
 use crate::focus::Reach;
@@ -105,25 +105,10 @@ fn type_impact(view: &mut CallView<'_>, id: &str, depth: usize) -> Result<ToolOu
         callers.len(),
         files.len()
     );
-    let list = |s: &BTreeSet<String>| {
-        s.iter()
-            .take(MAX_LIST)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
+    let list = |s: &BTreeSet<String>| first_joined(s, MAX_LIST);
     let _ = writeln!(text, "types: {}", list(&affected));
     let _ = writeln!(text, "callers: {}", list(&callers));
-    let _ = write!(
-        text,
-        "files: {}",
-        files
-            .iter()
-            .take(MAX_AFFECTED_FILES)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
+    let _ = write!(text, "files: {}", first_joined(&files, MAX_AFFECTED_FILES));
     Ok(ToolOutput::new(
         json!({"entity": t.name, "types": affected, "callers": callers, "files": files}),
         text,

@@ -21,6 +21,16 @@ const MAX_SEARCH: usize = 15;
 pub(super) const MAX_LIST: usize = 20;
 pub(super) const MAX_AFFECTED_FILES: usize = 15;
 
+/// The first `n` of `items`, joined by commas (lists in impact answers are cut this way).
+pub(super) fn first_joined<'a>(items: impl IntoIterator<Item = &'a String>, n: usize) -> String {
+    items
+        .into_iter()
+        .take(n)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 pub(super) fn tool(service: &Arc<CodeService>) -> ToolDefinition {
     code_tool(
         service,
