@@ -64,7 +64,7 @@ enum Command {
     Knowledge(cmd::knowledge::KnowledgeCommand),
     /// Cold-start analysis of a project into knowledge candidates and memories (no API key needed)
     Bootstrap(cmd::bootstrap::BootstrapArgs),
-    /// Team store on PostgreSQL ([team] in config.toml): status, push and pull team memories
+    /// Team store on PostgreSQL ([team] in config.toml): set up, inspect, push and pull team memories and the knowledge base
     #[command(subcommand)]
     Team(cmd::team::TeamCommand),
 }

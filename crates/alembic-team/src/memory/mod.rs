@@ -143,15 +143,13 @@ impl PgMemory {
     }
 
     /// After a bulk load (a large push, a benchmark's seed): vacuums and analyses the team
-    /// memory tables, so postings are read from the index alone (the visibility map is set)
+    /// memory tables, so posting blocks are read from the index alone (the visibility map is set)
     /// and the planner knows the new sizes. Autovacuum does the same later on its own.
     pub fn vacuum_analyze(&self) -> Result<(), MemoryError> {
         self.run(move |_, pool| async move {
-            sqlx::raw_sql(
-                "vacuum (analyze) team_memories, team_memory_postings, team_memory_stats",
-            )
-            .execute(&pool)
-            .await?;
+            sqlx::raw_sql("vacuum (analyze) team_memories, team_memory_lists, team_memory_stats")
+                .execute(&pool)
+                .await?;
             Ok(())
         })
     }
