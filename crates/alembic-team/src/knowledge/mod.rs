@@ -290,18 +290,11 @@ impl KnowledgeBackend for PgKnowledge {
                 " order by e.updated_at desc, e.seq desc limit $9"
             );
             let mut tx = begin_team(&pool, &who.team).await?;
-            let found = sqlx::query(sql)
+            let query = sqlx::query(sql)
                 .bind(&who.team)
                 .bind(None::<String>)
-                .bind(None::<String>)
-                .bind(&f.statuses)
-                .bind(&f.kind)
-                .bind(&f.language)
-                .bind(&f.category)
-                .bind(&f.knowledge_type)
-                .bind(f.limit)
-                .fetch_all(&mut *tx)
-                .await?;
+                .bind(None::<String>);
+            let found = f.bind(query).fetch_all(&mut *tx).await?;
             found.iter().map(rows::decode).collect()
         })
     }

@@ -58,6 +58,21 @@ impl FilterArgs {
             limit: if f.limit == 0 { 20 } else { f.limit as i64 },
         }
     }
+
+    /// Binds `$4`–`$8` of [`filter_clause!`] and the limit as `$9`, after the caller's
+    /// `$1`–`$3`.
+    pub fn bind<'q>(
+        &'q self,
+        query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    ) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+        query
+            .bind(&self.statuses)
+            .bind(&self.kind)
+            .bind(&self.language)
+            .bind(&self.category)
+            .bind(&self.knowledge_type)
+            .bind(self.limit)
+    }
 }
 
 fn corrupt(id: &str, what: &str, e: KnowledgeError) -> TeamError {

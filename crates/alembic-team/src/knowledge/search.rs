@@ -65,19 +65,12 @@ pub(super) fn search(
     let entries = kb.run(move |who, pool| async move {
         let mut tx = begin_team(&pool, &who.team).await?;
         // planned with its arguments every time (a generic plan of a CTE like this is slow)
-        let found = sqlx::query(BM25)
+        let query = sqlx::query(BM25)
             .persistent(false)
             .bind(&who.team)
             .bind(&text)
-            .bind(&tsq)
-            .bind(&f.statuses)
-            .bind(&f.kind)
-            .bind(&f.language)
-            .bind(&f.category)
-            .bind(&f.knowledge_type)
-            .bind(f.limit)
-            .fetch_all(&mut *tx)
-            .await?;
+            .bind(&tsq);
+        let found = f.bind(query).fetch_all(&mut *tx).await?;
         found.iter().map(rows::decode).collect()
     })?;
     Ok(score_hits(query, entries))
