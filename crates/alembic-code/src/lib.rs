@@ -46,6 +46,7 @@ pub mod service;
 pub mod summary;
 pub mod tools;
 pub mod topology;
+mod topology_rows;
 pub mod walk;
 mod watch;
 

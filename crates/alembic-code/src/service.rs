@@ -22,7 +22,7 @@ use alembic_safety::PathGuard;
 use crate::call_view::CallView;
 use crate::calls::CallEdge;
 use crate::focus::Reach;
-use crate::graph::{ProjectGraph, Summaries};
+use crate::graph::{ProjectGraph, Summaries, Totals};
 use crate::index::{ChunkVectors, CodeIndex, IndexError, IndexPlan, IndexReport, Progress};
 use crate::semantic::{CodeEmbedder, SemanticSearch};
 use crate::summary::FileSummary;
@@ -309,14 +309,38 @@ impl CodeService {
         open_locked(&self.root, &mut state)?.project_stats()
     }
 
-    /// The module topology (modules, layers, cycles), entry points and call-edge counts.
+    /// The module topology (modules, layers, cycles), entry points, call-edge counts and
+    /// type totals: from the whole-project graph when it is loaded, else summed from the
+    /// index's per-file topology rows, recomputing those a change reached first (see
+    /// [`crate::topology_rows`]; the same answers).
     pub fn module_graph(&self) -> Result<ProjectTopology, IndexError> {
-        let g = self.graph()?;
+        let mut state = self.lock();
+        refresh_locked(&self.root, &mut state)?;
+        if state.full.is_some() {
+            let g = full_graph_locked(&self.root, &mut state)?;
+            return Ok(ProjectTopology {
+                modules: g.modules.clone(),
+                entry_points: g.entry_points.clone(),
+                call_edges: g.totals.call_edges,
+                resolved_call_edges: g.totals.resolved_call_edges,
+                totals: g.totals.clone(),
+                types: g.types.len(),
+            });
+        }
+        let index = open_locked(&self.root, &mut state)?;
+        crate::topology_rows::refresh(index)?;
+        let stored = index.stored_topology()?;
         Ok(ProjectTopology {
-            modules: g.modules.clone(),
-            entry_points: g.entry_points.clone(),
-            call_edges: g.totals.call_edges,
-            resolved_call_edges: g.totals.resolved_call_edges,
+            modules: ModuleGraph::build(&stored.modules, &[&stored.deps]),
+            entry_points: stored.entry_points,
+            call_edges: stored.call_edges,
+            resolved_call_edges: stored.resolved_call_edges,
+            totals: Totals {
+                call_edges: stored.call_edges,
+                resolved_call_edges: stored.resolved_call_edges,
+                ..stored.totals.totals
+            },
+            types: stored.totals.types,
         })
     }
 
@@ -363,6 +387,10 @@ pub struct ProjectTopology {
     pub entry_points: Vec<EntryPoint>,
     pub call_edges: usize,
     pub resolved_call_edges: usize,
+    /// Whole-project counts (types, methods, functions, files, call edges).
+    pub totals: Totals,
+    /// Number of type keys.
+    pub types: usize,
 }
 
 /// The index, opened on first use.

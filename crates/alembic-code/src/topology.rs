@@ -91,7 +91,7 @@ impl ImportIndex {
         let files_changed = changed
             .iter()
             .any(|p| all.contains_key(p) != self.targets.contains_key(*p));
-        let by_stem = files_by_stem(all.values().copied());
+        let by_stem = files_by_stem(all.keys().copied());
         let redo: Vec<&FileSummary> = if files_changed {
             self.targets.clear();
             self.deps.clear();
@@ -117,14 +117,13 @@ impl ImportIndex {
     }
 }
 
-fn files_by_stem<'a>(
-    files: impl Iterator<Item = &'a FileSummary>,
+/// The project's files (by path) grouped by stem, for [`import_target`].
+pub(crate) fn files_by_stem<'a>(
+    paths: impl Iterator<Item = &'a str>,
 ) -> HashMap<&'a str, Vec<&'a str>> {
     let mut by_stem: HashMap<&str, Vec<&str>> = HashMap::new();
-    for f in files {
-        let stem = f.path.rsplit('/').next().unwrap_or(&f.path);
-        let stem = stem.split('.').next().unwrap_or(stem);
-        by_stem.entry(stem).or_default().push(&f.path);
+    for p in paths {
+        by_stem.entry(file_stem(p)).or_default().push(p);
     }
     by_stem
 }
@@ -218,15 +217,27 @@ impl ModuleGraph {
 /// The module dependencies one type contributes: to the modules declaring its superclass
 /// and protocols, and from each of its extensions to its own module.
 pub(crate) fn type_dependencies(graph: &ProjectGraph, info: &TypeInfo) -> Vec<(String, String)> {
+    type_dependency_files(graph, info)
+        .into_iter()
+        .map(|(from, to)| module_pair(from, to))
+        .collect()
+}
+
+/// [`type_dependencies`] as (from file, to file): the type's file to each declared
+/// parent's file, and each extension's file to the type's file.
+pub(crate) fn type_dependency_files<'g>(
+    graph: &'g ProjectGraph,
+    info: &'g TypeInfo,
+) -> Vec<(&'g str, &'g str)> {
     let mut out = Vec::new();
     for p in info.superclass.iter().chain(info.conformances.iter()) {
         if let Some(target) = graph.types.get(p).filter(|t| t.declared) {
-            out.push(module_pair(&info.file, &target.file));
+            out.push((info.file.as_str(), target.file.as_str()));
         }
     }
     if info.declared {
         for ext in &info.extensions {
-            out.push(module_pair(&ext.file, &info.file));
+            out.push((ext.file.as_str(), info.file.as_str()));
         }
     }
     out
@@ -279,18 +290,14 @@ pub(crate) fn callable_file<'g>(graph: &'g ProjectGraph, key: &'g str) -> Option
     key.split_once("::").map(|(path, _)| path)
 }
 
-fn import_target<'a>(
+/// The file an import names, among the project's files by stem: the one in the importing
+/// file's directory first, else the first by path.
+pub(crate) fn import_target<'a>(
     from: &str,
     module: &str,
     by_stem: &HashMap<&str, Vec<&'a str>>,
 ) -> Option<&'a str> {
-    let normalized = if module.starts_with("./") || module.starts_with("../") {
-        join_relative(&module_of(from), module)
-    } else {
-        module.replace("::", "/").replace('.', "/")
-    };
-    let normalized = normalized.trim_end_matches("/h").trim_end_matches("/hpp");
-    let normalized = strip_known_extension(normalized);
+    let normalized = normalized_import(from, module);
     let stem = normalized.rsplit('/').next()?;
     let candidates = by_stem.get(stem)?;
     let suffix = format!("/{normalized}");
@@ -304,6 +311,32 @@ fn import_target<'a>(
         .find(|p| module_of(p) == module_of(from))
         .or_else(|| candidates.iter().find(matches))
         .copied()
+}
+
+/// The file stem an import is looked up by (see [`files_by_stem`]): which added or removed
+/// files can change where it leads.
+pub(crate) fn import_stem(from: &str, module: &str) -> Option<String> {
+    normalized_import(from, module)
+        .rsplit('/')
+        .next()
+        .map(str::to_string)
+}
+
+/// The stem of a file as [`files_by_stem`] keys it.
+pub(crate) fn file_stem(path: &str) -> &str {
+    let stem = path.rsplit('/').next().unwrap_or(path);
+    stem.split('.').next().unwrap_or(stem)
+}
+
+/// An import as a `/`-separated path without a known extension.
+fn normalized_import(from: &str, module: &str) -> String {
+    let normalized = if module.starts_with("./") || module.starts_with("../") {
+        join_relative(&module_of(from), module)
+    } else {
+        module.replace("::", "/").replace('.', "/")
+    };
+    let normalized = normalized.trim_end_matches("/h").trim_end_matches("/hpp");
+    strip_known_extension(normalized).to_string()
 }
 
 fn strip_known_extension(path: &str) -> &str {
@@ -436,34 +469,37 @@ impl TarjanState {
 }
 
 pub(crate) fn entry_points(graph: &ProjectGraph, files: &[&FileSummary]) -> Vec<EntryPoint> {
-    let mut out: Vec<EntryPoint> = files
-        .iter()
-        .filter(|f| f.has_entry_point)
-        .map(|f| EntryPoint {
-            file: f.path.clone(),
-            kind: "main",
-            symbol: f
-                .functions
-                .iter()
-                .find(|m| m.name == "main")
-                .map(|m| m.name.clone()),
-        })
-        .collect();
-    for info in graph.types.values() {
-        let is_app = info.kind != TypeKind::Protocol
-            && info
-                .conformances
-                .iter()
-                .any(|c| APP_PROTOCOLS.contains(&c.as_str()));
-        if is_app {
-            out.push(EntryPoint {
-                file: info.file.clone(),
-                kind: "app-delegate",
-                symbol: Some(info.name.clone()),
-            });
-        }
+    let mut out: Vec<EntryPoint> = files.iter().filter_map(|f| main_entry(f)).collect();
+    for info in graph.types.values().filter(|t| is_app_delegate(t)) {
+        out.push(EntryPoint {
+            file: info.file.clone(),
+            kind: "app-delegate",
+            symbol: Some(info.name.clone()),
+        });
     }
     out
+}
+
+/// The file's `main` entry point, when its content makes it one.
+pub(crate) fn main_entry(f: &FileSummary) -> Option<EntryPoint> {
+    f.has_entry_point.then(|| EntryPoint {
+        file: f.path.clone(),
+        kind: "main",
+        symbol: f
+            .functions
+            .iter()
+            .find(|m| m.name == "main")
+            .map(|m| m.name.clone()),
+    })
+}
+
+/// True for a type (not a protocol) adopting an application-delegate protocol.
+pub(crate) fn is_app_delegate(info: &TypeInfo) -> bool {
+    info.kind != TypeKind::Protocol
+        && info
+            .conformances
+            .iter()
+            .any(|c| APP_PROTOCOLS.contains(&c.as_str()))
 }
 
 #[cfg(test)]

@@ -88,9 +88,10 @@ pub struct CallIndex {
     mentions: HashMap<String, BTreeSet<String>>,
     /// The names each file was indexed under in `mentions`.
     mentioned_by: HashMap<String, BTreeSet<String>>,
-    /// Module dependencies of confident resolved edges, and each edge's module pair.
+    /// Module dependencies of the confident resolved edges of each file, summed, and
+    /// each file's share (see [`file_call_deps`]).
     pub(crate) module_deps: ModuleDeps,
-    edge_deps: HashMap<EdgeKey, (String, String)>,
+    file_deps: HashMap<String, Vec<(String, String)>>,
     /// Number of edges with a resolved callee.
     resolved: usize,
 }
@@ -150,7 +151,10 @@ impl CallIndex {
             self.per_file.insert(path, edges);
         }
         for key in touched {
-            self.remerge(graph, key);
+            self.remerge(key);
+        }
+        for path in &files {
+            self.set_file_deps(graph, path);
         }
         self.refresh_deps(graph, &reach.keys);
     }
@@ -185,41 +189,48 @@ impl CallIndex {
             index.per_file.insert(file.path.clone(), edges);
         }
         for key in touched {
-            index.remerge(graph, key);
+            index.remerge(key);
         }
         index
     }
 
-    /// Edges into methods of these types may now lead to another file (a method moved).
+    /// Edges into methods of these types may now lead to another file (a method moved):
+    /// the files making them count their module dependencies again.
     fn refresh_deps(&mut self, graph: &ProjectGraph, type_keys: &HashSet<String>) {
-        let mut edges: BTreeSet<EdgeKey> = BTreeSet::new();
+        let mut files: BTreeSet<String> = BTreeSet::new();
         for key in type_keys {
             let Some(info) = graph.types.get(key) else {
                 continue;
             };
             for m in &info.methods {
-                if let Some(set) = self.by_callee.get(&method_key(key, &m.name)) {
-                    edges.extend(set.iter().cloned());
+                for edge in self
+                    .by_callee
+                    .get(&method_key(key, &m.name))
+                    .into_iter()
+                    .flatten()
+                {
+                    files.extend(self.sources.get(edge).into_iter().flatten().cloned());
                 }
             }
         }
-        for key in edges {
-            if let Some(edge) = self.edges.get(&key) {
-                let pair = edge_dep(graph, edge);
-                self.set_dep(&key, pair);
-            }
+        for path in &files {
+            self.set_file_deps(graph, path);
         }
     }
 
-    /// Records the module pair an edge counts for, replacing its previous one.
-    fn set_dep(&mut self, key: &EdgeKey, pair: Option<(String, String)>) {
-        if let Some(old) = self.edge_deps.remove(key) {
-            remove_dep(&mut self.module_deps, &old, 1);
+    /// Counts the module dependencies of one file's edges, replacing its previous ones.
+    fn set_file_deps(&mut self, graph: &ProjectGraph, path: &str) {
+        for pair in self.file_deps.remove(path).unwrap_or_default() {
+            remove_dep(&mut self.module_deps, &pair, 1);
         }
-        if let Some(pair) = pair {
+        let Some(edges) = self.per_file.get(path) else {
+            return;
+        };
+        let pairs = file_call_deps(graph, edges.values());
+        for pair in &pairs {
             add_dep(&mut self.module_deps, pair.clone(), 1);
-            self.edge_deps.insert(key.clone(), pair);
         }
+        self.file_deps.insert(path.to_string(), pairs);
     }
 
     fn mention(&mut self, file: &FileSummary) {
@@ -250,7 +261,7 @@ impl CallIndex {
     }
 
     /// Recomputes one merged edge from its files' edges, in path order.
-    fn remerge(&mut self, graph: &ProjectGraph, key: EdgeKey) {
+    fn remerge(&mut self, key: EdgeKey) {
         let mut merged: Option<CallEdge> = None;
         for path in self.sources.get(&key).into_iter().flatten() {
             let Some(e) = self.per_file.get(path).and_then(|m| m.get(&key)) else {
@@ -269,12 +280,10 @@ impl CallIndex {
         }
         match merged {
             Some(edge) => {
-                self.set_dep(&key, edge_dep(graph, &edge));
                 self.index_edge(&key, &edge);
                 self.edges.insert(key, edge);
             }
             None => {
-                self.set_dep(&key, None);
                 self.sources.remove(&key);
             }
         }
@@ -330,6 +339,18 @@ impl CallIndex {
         self.edges.is_empty()
     }
 
+    /// Edges counted per file (an edge made from several files counts once in each) and
+    /// how many of them are resolved: the overview's call-edge totals, which per-file
+    /// rows can sum ([`crate::topology_rows`]).
+    pub fn per_file_totals(&self) -> (usize, usize) {
+        self.per_file
+            .values()
+            .fold((0, 0), |(all, resolved), edges| {
+                let r = edges.values().filter(|e| e.callee.is_some()).count();
+                (all + edges.len(), resolved + r)
+            })
+    }
+
     fn ordered(&self, keys: Option<&BTreeSet<EdgeKey>>) -> Vec<&CallEdge> {
         let mut out: Vec<&CallEdge> = keys
             .into_iter()
@@ -357,11 +378,30 @@ impl CallIndex {
     }
 }
 
-/// The module pair a confident, resolved edge counts for in the module graph.
-fn edge_dep(graph: &ProjectGraph, edge: &CallEdge) -> Option<(String, String)> {
-    if edge.confidence < DEPENDENCY_CONFIDENCE {
-        return None;
-    }
-    let target = callable_file(graph, edge.callee.as_deref()?)?;
-    Some(module_pair(&edge.file, target))
+/// The module pairs one file's edges count for in the module graph, sorted: one per
+/// confident, resolved edge, from the file's module to the module of the callee's file.
+pub(crate) fn file_call_deps<'e>(
+    graph: &ProjectGraph,
+    edges: impl Iterator<Item = &'e CallEdge>,
+) -> Vec<(String, String)> {
+    let mut pairs: Vec<(String, String)> = edges
+        .filter(|e| e.confidence >= DEPENDENCY_CONFIDENCE)
+        .filter_map(|e| {
+            let target = callable_file(graph, e.callee.as_deref()?)?;
+            Some(module_pair(&e.file, target))
+        })
+        .collect();
+    // Sorted, so the same edges give the same value whatever the map's order.
+    pairs.sort();
+    pairs
+}
+
+/// One file's call sites resolved in `graph` and merged by (caller, callee) within the
+/// file: the edges [`CallIndex`] keeps per file.
+pub(crate) fn resolve_file(graph: &ProjectGraph, file: &FileSummary) -> HashMap<EdgeKey, CallEdge> {
+    let names = MethodNames {
+        keys: &graph.refs.method_names,
+        crowded: None,
+    };
+    file_edges(&mut Lookups::new(graph), &names, file)
 }

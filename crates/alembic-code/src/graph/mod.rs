@@ -114,7 +114,7 @@ pub struct Override {
 }
 
 /// Counts for the project overview.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Totals {
     pub files: usize,

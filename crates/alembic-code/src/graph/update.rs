@@ -459,8 +459,7 @@ impl ProjectGraph {
             t.methods += info.methods.len();
         }
         t.functions = self.functions.values().map(Vec::len).sum();
-        t.call_edges = self.calls.len();
-        t.resolved_call_edges = self.calls.resolved_len();
+        (t.call_edges, t.resolved_call_edges) = self.calls.per_file_totals();
         self.totals = t;
     }
 }

@@ -16,6 +16,7 @@ mod chunk_rows;
 mod refresh;
 pub(crate) mod rows;
 pub(crate) mod stat_rows;
+pub(crate) mod topology_rows;
 
 pub use chunk_rows::ChunkVectors;
 

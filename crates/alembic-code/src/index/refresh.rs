@@ -17,6 +17,7 @@ use sha2::{Digest, Sha256};
 
 use super::rows::{self, FileRow};
 use super::stat_rows::{FileStats, file_stats};
+use super::topology_rows::{self, Marking};
 use super::{
     CodeIndex, FileRecord, IndexChanges, IndexError, IndexPhase, IndexReport, Progress, SkippedFile,
 };
@@ -112,6 +113,13 @@ struct Outcome {
     /// Files whose content did not change (new mtime and size only).
     touched: Vec<FoundFile>,
     changes: IndexChanges,
+    marking: Marking,
+}
+
+/// Changes above which a refresh marks every topology row for recomputation instead of
+/// the names each change reaches: 200, or a tenth of the indexed files.
+fn bulk_marking(indexed: usize) -> usize {
+    (indexed / 10).max(200)
 }
 
 impl CodeIndex {
@@ -157,9 +165,22 @@ impl CodeIndex {
         } else {
             Vec::new()
         };
-        let mut outcome = Outcome::default();
+        // Marking what each write may reach costs a few queries per file; past this many
+        // changes, recomputing every topology row is cheaper.
+        let bulk =
+            force || scan.changed.len() + scan.removed.len() > bulk_marking(self.records.len());
+        let marking = if bulk {
+            topology_rows::mark_all(&tx)?;
+            Marking::Skip
+        } else {
+            Marking::Names
+        };
+        let mut outcome = Outcome {
+            marking,
+            ..Outcome::default()
+        };
         for path in scan.removed {
-            rows::delete_file(&tx, &path)?;
+            rows::remove_file(&tx, &path, marking)?;
             outcome.note(path, None);
         }
         stream(&reader, scan.changed, progress, |item| {
@@ -323,7 +344,7 @@ impl Outcome {
                     json: &json,
                     stats: &stats,
                 };
-                rows::write_file(tx, &summary, &row)?;
+                rows::write_file(tx, &summary, &row, self.marking)?;
                 let record = FileRecord {
                     mtime_ns: found.mtime_ns,
                     size: found.size,
@@ -333,7 +354,7 @@ impl Outcome {
                 report.parsed += 1;
             }
             Checked::Skipped { file, was_indexed } => {
-                rows::delete_file(tx, &file.path)?;
+                rows::remove_file(tx, &file.path, self.marking)?;
                 if was_indexed {
                     self.note(file.path.clone(), None);
                     report.removed += 1;

@@ -14,6 +14,7 @@ use alembic_store::Migration;
 use alembic_store::rusqlite::{self, Connection, OptionalExtension, params};
 
 use super::stat_rows::FileStats;
+use super::topology_rows::Marking;
 use crate::merge::scope_of;
 use crate::summary::FileSummary;
 
@@ -59,6 +60,10 @@ pub(super) const MIGRATIONS: &[Migration] = &[
         version: 4,
         sql: super::stat_rows::MIGRATION_SQL,
     },
+    Migration {
+        version: 5,
+        sql: super::topology_rows::MIGRATION_SQL,
+    },
 ];
 
 /// Deletes every row of the index (summaries, declarations, parents, call rows, stats and
@@ -68,11 +73,19 @@ pub(super) fn delete_all(conn: &Connection) -> rusqlite::Result<()> {
         "delete from code_files; delete from code_decls; delete from code_parents;",
     )?;
     conn.execute_batch(super::call_rows::DELETE_ALL)?;
-    conn.execute_batch(super::stat_rows::DELETE_ALL)
+    conn.execute_batch(super::stat_rows::DELETE_ALL)?;
+    conn.execute_batch(super::topology_rows::DELETE_ALL)
 }
 
-/// Deletes the rows of one file.
-pub(super) fn delete_file(conn: &Connection, path: &str) -> rusqlite::Result<()> {
+/// Deletes the rows of a file that is gone (or no longer indexed), recording what its
+/// removal may change in other files' topology rows.
+pub(super) fn remove_file(conn: &Connection, path: &str, marking: Marking) -> rusqlite::Result<()> {
+    super::topology_rows::mark_old(conn, path, true, marking)?;
+    delete_file(conn, path)
+}
+
+/// Deletes the rows of one file (not its topology rows, replaced when recomputed).
+fn delete_file(conn: &Connection, path: &str) -> rusqlite::Result<()> {
     for sql in [
         "delete from code_files where path = ?1",
         "delete from code_decls where path = ?1",
@@ -95,13 +108,19 @@ pub(super) struct FileRow<'a> {
     pub stats: &'a FileStats,
 }
 
-/// Replaces the rows of `summary.path` by this summary and its declarations.
+/// Replaces the rows of `summary.path` by this summary and its declarations, recording
+/// what the change may reach in other files' topology rows.
 pub(super) fn write_file(
     conn: &Connection,
     summary: &FileSummary,
     row: &FileRow<'_>,
+    marking: Marking,
 ) -> rusqlite::Result<()> {
     let path = summary.path.as_str();
+    let existed: bool = conn
+        .prepare_cached("select exists(select 1 from code_files where path = ?1)")?
+        .query_row(params![path], |r| r.get(0))?;
+    super::topology_rows::mark_old(conn, path, false, marking)?;
     delete_file(conn, path)?;
     conn.prepare_cached(
         "insert into code_files (path, language, mtime_ns, size, hash, summary)
@@ -130,7 +149,8 @@ pub(super) fn write_file(
         }
     }
     super::call_rows::write_file(conn, summary)?;
-    super::stat_rows::write_file(conn, summary, row.stats)
+    super::stat_rows::write_file(conn, summary, row.stats)?;
+    super::topology_rows::mark_new(conn, summary, !existed, marking)
 }
 
 /// The simple name a written type name ends with (`a::b::C` and `scope::C` give `C`).

@@ -238,10 +238,50 @@ pub(super) fn extensions(conn: &Connection) -> rusqlite::Result<BTreeMap<String,
 /// Every file that declares a type, as a summary holding only its type skeleton, in path
 /// order.
 pub(super) fn type_skeletons(conn: &Connection) -> rusqlite::Result<Vec<FileSummary>> {
-    let mut stmt = conn.prepare(
+    skeletons(
+        conn,
         "select s.path, f.language, s.types from code_file_stats s
          join code_files f on f.path = s.path where s.types != '[]' order by s.path",
+    )
+}
+
+/// Every file, as a summary holding its type skeleton and its free functions (names only):
+/// what resolving call sites reads of the files not being resolved.
+pub(super) fn resolution_skeletons(conn: &Connection) -> rusqlite::Result<Vec<FileSummary>> {
+    let mut out = skeletons(
+        conn,
+        "select f.path, f.language, coalesce(s.types, '[]') from code_files f
+         left join code_file_stats s on s.path = f.path order by f.path",
     )?;
+    let mut stmt = conn.prepare(
+        "select path, name from code_callables where kind = 'function' order by path, rowid",
+    )?;
+    let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+    let mut at = 0;
+    for row in rows {
+        let (path, name) = row?;
+        // Both are in path order: advance to the function's file.
+        while out.get(at).is_some_and(|f| f.path < path) {
+            at += 1;
+        }
+        if let Some(f) = out.get_mut(at).filter(|f| f.path == path) {
+            f.functions.push(Method {
+                name,
+                is_static: false,
+                signature: String::new(),
+                line: 0,
+                end_line: 0,
+                is_declaration: false,
+                is_optional: false,
+                complexity: 0,
+            });
+        }
+    }
+    Ok(out)
+}
+
+fn skeletons(conn: &Connection, sql: &str) -> rusqlite::Result<Vec<FileSummary>> {
+    let mut stmt = conn.prepare(sql)?;
     let rows = stmt.query_map([], |r| {
         Ok((
             r.get::<_, String>(0)?,

@@ -185,18 +185,15 @@ fn ambiguous(what: &str, name: &str, candidates: &[&TypeInfo]) -> ToolError {
     ))
 }
 
-/// Counts come from the per-file rows and the types merged from the stored skeletons;
+/// File, function, language and extension counts come from the per-file rows; types,
 /// modules, cycles, entry points and call edges from [`CodeService::module_graph`].
 fn overview(service: &CodeService, _: NoArgs) -> Result<ToolOutput, ToolError> {
     let stats = service.project_stats().map_err(index_error)?;
-    let types = service.type_graph().map_err(index_error)?;
     let topology = service.module_graph().map_err(index_error)?;
     let t = &Totals {
         files: stats.files,
         functions: stats.functions,
-        call_edges: topology.call_edges,
-        resolved_call_edges: topology.resolved_call_edges,
-        ..types.totals.clone()
+        ..topology.totals.clone()
     };
     let mut text = format!(
         "{} files: {} classes, {} structs, {} enums, {} protocols, {} extensions/categories, {} methods, {} functions; {} call edges ({} resolved)\n",

@@ -17,6 +17,7 @@ use crate::graph::{ProjectGraph, TypeInfo, method_key};
 use crate::index::IndexError;
 use crate::service::CodeService;
 use crate::summary::TypeKind;
+use crate::topology::ModuleGraph;
 
 const MAX_EDGES: usize = 10;
 
@@ -76,8 +77,8 @@ pub(super) fn impact(
     if let Some(out) = unless_module(service, id, |view| type_impact(view, id, depth))? {
         return Ok(out);
     }
-    let g = service.graph().map_err(index_error)?;
-    Ok(module_impact(&g, id))
+    let t = service.module_graph().map_err(index_error)?;
+    Ok(module_impact(&t.modules, id))
 }
 
 fn type_impact(view: &mut CallView<'_>, id: &str, depth: usize) -> Result<ToolOutput, ToolError> {
@@ -137,9 +138,8 @@ fn callers_and_files(
     Ok((callers, files))
 }
 
-fn module_impact(g: &ProjectGraph, name: &str) -> ToolOutput {
+fn module_impact(g: &ModuleGraph, name: &str) -> ToolOutput {
     let dependents: Vec<&String> = g
-        .modules
         .modules
         .values()
         .filter(|x| x.dependencies.contains_key(name))
@@ -165,10 +165,10 @@ pub(super) fn entity_edges(service: &CodeService, id: &str) -> Result<ToolOutput
     if let Some(out) = unless_module(service, id, |view| type_or_method_edges(view, id))? {
         return Ok(out);
     }
-    let g = service.graph().map_err(index_error)?;
+    let g = service.module_graph().map_err(index_error)?.modules;
     let mut out: Vec<(String, String)> = Vec::new();
     let mut inc: Vec<(String, String)> = Vec::new();
-    if let Some(m) = g.modules.modules.get(id) {
+    if let Some(m) = g.modules.get(id) {
         out.extend(
             m.dependencies
                 .keys()
@@ -176,7 +176,6 @@ pub(super) fn entity_edges(service: &CodeService, id: &str) -> Result<ToolOutput
         );
         inc.extend(
             g.modules
-                .modules
                 .values()
                 .filter(|x| x.dependencies.contains_key(id))
                 .map(|x| ("used_by".to_string(), x.name.clone())),

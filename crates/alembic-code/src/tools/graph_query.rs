@@ -1,6 +1,6 @@
 //! query_code_graph: the code entity graph (types, modules, methods) and its relations.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use std::sync::Arc;
@@ -14,7 +14,7 @@ use super::{clamped, code_tool, index_error, non_blank};
 use crate::calls::CallEdge;
 use crate::focus::Reach;
 use crate::graph::{ProjectGraph, method_key};
-use crate::service::CodeService;
+use crate::service::{CodeService, ProjectTopology};
 use crate::summary::TypeKind;
 
 const MAX_SEARCH: usize = 15;
@@ -96,8 +96,8 @@ fn query_code_graph(service: &CodeService, args: CodeGraphArgs) -> Result<ToolOu
     let depth = clamped(args.max_depth, 1, 10);
     // Topology is the whole project's module graph.
     if args.action == Action::Topology {
-        let g = service.graph().map_err(index_error)?;
-        return Ok(topology(&g));
+        let t = service.module_graph().map_err(index_error)?;
+        return Ok(topology(&t));
     }
     let id = non_blank(args.entity_id.as_deref().unwrap_or_default(), "entity_id")?;
     // Questions about one type's ancestors, subclasses and conformers read only the
@@ -280,37 +280,29 @@ fn conformances(g: &ProjectGraph, id: &str) -> Result<ToolOutput, ToolError> {
     ))
 }
 
-fn topology(g: &ProjectGraph) -> ToolOutput {
-    let mut in_degree: Vec<(&String, usize)> = g
-        .modules
-        .modules
-        .keys()
-        .map(|m| {
-            (
-                m,
-                g.modules
-                    .modules
-                    .values()
-                    .filter(|x| x.dependencies.contains_key(m))
-                    .count(),
-            )
-        })
-        .collect();
+fn topology(t: &ProjectTopology) -> ToolOutput {
+    let modules = &t.modules.modules;
+    let mut used_by: BTreeMap<&String, usize> = modules.keys().map(|m| (m, 0)).collect();
+    for dep in modules.values().flat_map(|m| m.dependencies.keys()) {
+        if let Some(n) = used_by.get_mut(dep) {
+            *n += 1;
+        }
+    }
+    let mut in_degree: Vec<(&String, usize)> = used_by.into_iter().collect();
     in_degree.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-    let layers = g.modules.layers();
-    let cycles = g.modules.cycles();
+    let layers = t.modules.layers();
+    let cycles = t.modules.cycles();
     let mut text = format!(
         "{} modules, {} dependency edges, {} layers, {} cycles; {} types, {} call edges\n",
-        g.modules.modules.len(),
-        g.modules
-            .modules
+        modules.len(),
+        modules
             .values()
             .map(|m| m.dependencies.len())
             .sum::<usize>(),
         layers.len(),
         cycles.len(),
-        g.types.len(),
-        g.calls.len()
+        t.types,
+        t.call_edges
     );
     for (layer, ms) in &layers {
         let _ = writeln!(
@@ -337,7 +329,7 @@ fn topology(g: &ProjectGraph) -> ToolOutput {
             top.join(", ")
         }
     );
-    let data = json!({"modules": g.modules.modules.len(), "layers": layers, "cycles": cycles, "mostDependedOn": top, "types": g.types.len(), "callEdges": g.calls.len()});
+    let data = json!({"modules": modules.len(), "layers": layers, "cycles": cycles, "mostDependedOn": top, "types": t.types, "callEdges": t.call_edges});
     ToolOutput::new(data, text)
 }
 

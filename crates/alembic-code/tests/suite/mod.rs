@@ -9,5 +9,6 @@ mod index;
 mod semantic;
 mod summaries;
 mod tools;
+mod topology_rows;
 mod watch;
 mod whole_project;

@@ -1,0 +1,526 @@
+//! The per-file topology rows (schema step 5): what each file contributes to the module
+//! graph, the overview's call-edge totals and its entry points, so a topology query sums
+//! rows instead of resolving every call site of the project.
+//!
+//! A file's row depends on other files (its calls resolve into them, its types' parents
+//! are declared there, its imports name them), so a write does not recompute rows: it
+//! records in `code_topology_dirty` what it may have changed (the file, the type names it
+//! declared before and after, its callable names that name-only resolution can pick, its
+//! stem when the file is added or removed, Go), and the next topology query recomputes
+//! the rows those marks reach ([`crate::topology_rows`]). A bulk write marks `all`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use alembic_store::rusqlite::{self, Connection, OptionalExtension, params};
+
+use super::IndexError;
+use crate::calls::MAX_CANDIDATES;
+use crate::graph::Totals;
+use crate::language::Lang;
+use crate::summary::FileSummary;
+use crate::topology::{EntryPoint, ModuleDeps, ModuleStats, file_stem};
+
+/// Schema step 5: the rows above; an existing index computes them on its next query.
+pub(super) const MIGRATION_SQL: &str = "create table code_topology_files (
+        path text primary key,
+        module text not null,
+        language text not null,
+        primary_types integer not null,
+        call_edges integer not null,
+        resolved_edges integer not null,
+        entries text not null
+    );
+    create table code_topology_deps (
+        path text not null,
+        from_module text not null,
+        to_module text not null,
+        n integer not null
+    );
+    create index code_topology_deps_path on code_topology_deps(path);
+    create table code_topology_imports (path text not null, stem text not null);
+    create index code_topology_imports_path on code_topology_imports(path);
+    create index code_topology_imports_stem on code_topology_imports(stem);
+    create table code_topology_dirty (
+        id integer primary key,
+        kind text not null,
+        name text not null
+    );
+    insert into code_topology_dirty (kind, name) values ('all', '');";
+
+/// Key of the type totals in `code_index_meta`.
+const TOTALS_KEY: &str = "topology_totals";
+
+/// Deletes every topology row and marks everything for recomputation.
+pub(super) const DELETE_ALL: &str = "delete from code_topology_files;
+    delete from code_topology_deps; delete from code_topology_imports;
+    delete from code_topology_dirty;
+    insert into code_topology_dirty (kind, name) values ('all', '');";
+
+const DELETE_FILE: [&str; 3] = [
+    "delete from code_topology_files where path = ?1",
+    "delete from code_topology_deps where path = ?1",
+    "delete from code_topology_imports where path = ?1",
+];
+
+/// Whether a write records what it may change (`Names`), or a bulk write already marked
+/// everything (`Skip`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Marking {
+    #[default]
+    Names,
+    Skip,
+}
+
+fn mark(conn: &Connection, kind: &str, name: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached("insert into code_topology_dirty (kind, name) values (?1, ?2)")?
+        .execute(params![kind, name])?;
+    Ok(())
+}
+
+/// Marks everything for recomputation (a bulk write).
+pub(super) fn mark_all(conn: &Connection) -> rusqlite::Result<()> {
+    mark(conn, "all", "")
+}
+
+/// True when `name` is a method of at most [`MAX_CANDIDATES`] types or a function defined
+/// at most that often: only then can name-only resolution pick it (an over-estimate: rows
+/// count types by simple name).
+fn resolvable_by_name(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
+    let (owners, functions): (i64, i64) = conn
+        .prepare_cached(
+            "select count(distinct case when kind = 'method' then owner end),
+                    sum(kind = 'function')
+             from code_callables where name = ?1",
+        )?
+        .query_row(params![name], |r| {
+            Ok((r.get(0)?, r.get::<_, Option<i64>>(1)?.unwrap_or(0)))
+        })?;
+    let limit = i64::try_from(MAX_CANDIDATES).unwrap_or(i64::MAX);
+    Ok(owners <= limit || functions <= limit)
+}
+
+/// Records what the file's current rows may reach, before they are deleted; with
+/// `removed`, also drops its topology rows and marks its stem (imports may lead elsewhere).
+pub(super) fn mark_old(
+    conn: &Connection,
+    path: &str,
+    removed: bool,
+    marking: Marking,
+) -> rusqlite::Result<()> {
+    if removed {
+        for sql in DELETE_FILE {
+            conn.prepare_cached(sql)?.execute(params![path])?;
+        }
+    }
+    let language: Option<String> = conn
+        .prepare_cached("select language from code_files where path = ?1")?
+        .query_row(params![path], |r| r.get(0))
+        .optional()?;
+    if marking == Marking::Skip || language.is_none() {
+        return Ok(());
+    }
+    mark(conn, "file", path)?;
+    if removed {
+        mark(conn, "stem", file_stem(path))?;
+    }
+    if language.as_deref() == Some(Lang::Go.name()) {
+        mark(conn, "go", "")?;
+    }
+    conn.prepare_cached(
+        "insert into code_topology_dirty (kind, name)
+         select distinct 'type', name from code_decls where path = ?1",
+    )?
+    .execute(params![path])?;
+    let names: Vec<String> = conn
+        .prepare_cached("select distinct name from code_callables where path = ?1")?
+        .query_map(params![path], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    mark_callees(conn, &names)
+}
+
+/// Records what a file's new rows may reach, after they are written.
+pub(super) fn mark_new(
+    conn: &Connection,
+    summary: &FileSummary,
+    added: bool,
+    marking: Marking,
+) -> rusqlite::Result<()> {
+    if marking == Marking::Skip {
+        return Ok(());
+    }
+    mark(conn, "file", &summary.path)?;
+    if added {
+        mark(conn, "stem", file_stem(&summary.path))?;
+    }
+    if summary.language == Lang::Go {
+        mark(conn, "go", "")?;
+    }
+    let types: BTreeSet<&str> = summary
+        .types
+        .iter()
+        .map(|t| t.name.as_str())
+        .filter(|n| !n.is_empty())
+        .collect();
+    for t in types {
+        mark(conn, "type", t)?;
+    }
+    let callables: BTreeSet<String> = summary
+        .functions
+        .iter()
+        .chain(summary.types.iter().flat_map(|t| &t.methods))
+        .map(|m| m.name.clone())
+        .collect();
+    mark_callees(conn, &callables.into_iter().collect::<Vec<_>>())
+}
+
+fn mark_callees(conn: &Connection, names: &[String]) -> rusqlite::Result<()> {
+    for name in names {
+        if resolvable_by_name(conn, name)? {
+            mark(conn, "callee", name)?;
+        }
+    }
+    Ok(())
+}
+
+/// What the dirty marks say, up to the mark `upto`.
+#[derive(Debug, Default)]
+pub(crate) struct Dirty {
+    pub upto: i64,
+    pub all: bool,
+    pub go: bool,
+    pub files: BTreeSet<String>,
+    pub types: BTreeSet<String>,
+    pub callees: BTreeSet<String>,
+    pub stems: BTreeSet<String>,
+}
+
+impl Dirty {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.upto == 0
+    }
+}
+
+pub(super) fn dirty(conn: &Connection) -> rusqlite::Result<Dirty> {
+    let mut out = Dirty::default();
+    let mut stmt = conn.prepare("select id, kind, name from code_topology_dirty order by id")?;
+    let rows = stmt.query_map([], |r| {
+        Ok((
+            r.get::<_, i64>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, String>(2)?,
+        ))
+    })?;
+    for row in rows {
+        let (id, kind, name) = row?;
+        out.upto = id;
+        match kind.as_str() {
+            "all" => out.all = true,
+            "go" => out.go = true,
+            "file" => drop(out.files.insert(name)),
+            "type" => drop(out.types.insert(name)),
+            "callee" => drop(out.callees.insert(name)),
+            "stem" => drop(out.stems.insert(name)),
+            other => tracing::warn!(kind = other, "unknown topology mark"),
+        }
+    }
+    Ok(out)
+}
+
+/// Files whose call sites mention (as callee, receiver type or caller type, by simple
+/// name) one of `types`, or call one of `callees`.
+pub(super) fn files_mentioning(
+    conn: &Connection,
+    types: &BTreeSet<String>,
+    callees: &BTreeSet<String>,
+) -> rusqlite::Result<BTreeSet<String>> {
+    let mut out = BTreeSet::new();
+    let mut by_callee =
+        conn.prepare_cached("select distinct path from code_call_sites where callee = ?1")?;
+    for name in types.iter().chain(callees) {
+        for path in by_callee.query_map(params![name], |r| r.get::<_, String>(0))? {
+            out.insert(path?);
+        }
+    }
+    if types.is_empty() {
+        return Ok(out);
+    }
+    let mut stmt = conn.prepare(
+        "select path, caller_type, receiver_type from code_call_sites
+         where caller_type is not null or receiver_type is not null",
+    )?;
+    let rows = stmt.query_map([], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, Option<String>>(1)?,
+            r.get::<_, Option<String>>(2)?,
+        ))
+    })?;
+    for row in rows {
+        let (path, caller_type, receiver_type) = row?;
+        let named = |t: &Option<String>| {
+            t.as_deref()
+                .is_some_and(|t| types.contains(super::rows::simple_name(t)))
+        };
+        if named(&caller_type) || named(&receiver_type) {
+            out.insert(path);
+        }
+    }
+    Ok(out)
+}
+
+/// Files with an import looked up by one of these stems.
+pub(super) fn files_importing(
+    conn: &Connection,
+    stems: &BTreeSet<String>,
+) -> rusqlite::Result<BTreeSet<String>> {
+    let mut stmt =
+        conn.prepare_cached("select distinct path from code_topology_imports where stem = ?1")?;
+    let mut out = BTreeSet::new();
+    for stem in stems {
+        for path in stmt.query_map(params![stem], |r| r.get::<_, String>(0))? {
+            out.insert(path?);
+        }
+    }
+    Ok(out)
+}
+
+/// What one file contributes to the topology.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct TopologyRow {
+    pub path: String,
+    pub module: String,
+    pub language: Lang,
+    pub primary_types: usize,
+    pub call_edges: usize,
+    pub resolved_edges: usize,
+    /// (kind, symbol) of the entry points the file holds.
+    pub entries: Vec<(String, Option<String>)>,
+    /// References to each module, by module.
+    pub deps: BTreeMap<String, usize>,
+    /// Stems the file's imports are looked up by.
+    pub stems: BTreeSet<String>,
+}
+
+/// Replaces the rows of `rows`' files (every row when `dirty.all`), stores the type
+/// totals and clears the marks `dirty` read, in one transaction.
+pub(super) fn write(
+    conn: &mut Connection,
+    rows: &[TopologyRow],
+    totals: &StoredTotals,
+    dirty: &Dirty,
+) -> Result<(), IndexError> {
+    let tx = conn.transaction()?;
+    if dirty.all {
+        // Rows of files gone since are dropped with the rest.
+        tx.execute_batch(
+            "delete from code_topology_files; delete from code_topology_deps;
+             delete from code_topology_imports;",
+        )?;
+    }
+    let mut file = tx.prepare_cached(
+        "insert into code_topology_files
+         (path, module, language, primary_types, call_edges, resolved_edges, entries)
+         values (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?;
+    let mut dep = tx.prepare_cached(
+        "insert into code_topology_deps (path, from_module, to_module, n) values (?1, ?2, ?3, ?4)",
+    )?;
+    let mut stem =
+        tx.prepare_cached("insert into code_topology_imports (path, stem) values (?1, ?2)")?;
+    let to_i64 = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+    for row in rows {
+        for sql in DELETE_FILE {
+            tx.prepare_cached(sql)?.execute(params![row.path])?;
+        }
+        let entries = serde_json::to_string(&row.entries).map_err(|source| IndexError::Encode {
+            path: row.path.clone(),
+            source,
+        })?;
+        file.execute(params![
+            row.path,
+            row.module,
+            row.language.name(),
+            to_i64(row.primary_types),
+            to_i64(row.call_edges),
+            to_i64(row.resolved_edges),
+            entries
+        ])?;
+        for (to, n) in &row.deps {
+            dep.execute(params![row.path, row.module, to, to_i64(*n)])?;
+        }
+        for s in &row.stems {
+            stem.execute(params![row.path, s])?;
+        }
+    }
+    drop((file, dep, stem));
+    let totals = serde_json::to_string(totals).map_err(|source| IndexError::Encode {
+        path: TOTALS_KEY.to_string(),
+        source,
+    })?;
+    tx.execute(
+        "insert or replace into code_index_meta (key, value) values (?1, ?2)",
+        params![TOTALS_KEY, totals],
+    )?;
+    tx.execute(
+        "delete from code_topology_dirty where id <= ?1",
+        params![dirty.upto],
+    )?;
+    tx.commit()?;
+    Ok(())
+}
+
+/// The topology as the rows sum it up.
+#[derive(Debug, Default)]
+pub(crate) struct StoredTopology {
+    pub modules: BTreeMap<String, ModuleStats>,
+    pub deps: ModuleDeps,
+    pub entry_points: Vec<EntryPoint>,
+    pub call_edges: usize,
+    pub resolved_call_edges: usize,
+    pub totals: StoredTotals,
+}
+
+/// The whole-project type counts stored with the rows (the graph they were resolved in
+/// has them).
+#[derive(Debug, Default, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct StoredTotals {
+    pub totals: Totals,
+    /// Number of type keys.
+    pub types: usize,
+}
+
+pub(super) fn read(conn: &Connection) -> Result<StoredTopology, IndexError> {
+    let mut out = StoredTopology::default();
+    let to_usize = |n: i64| usize::try_from(n).unwrap_or(0);
+    let mut stmt = conn.prepare(
+        "select module, language, count(*), sum(primary_types), sum(call_edges),
+                sum(resolved_edges)
+         from code_topology_files group by module, language",
+    )?;
+    let rows = stmt.query_map([], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, i64>(2)?,
+            r.get::<_, i64>(3)?,
+            r.get::<_, i64>(4)?,
+            r.get::<_, i64>(5)?,
+        ))
+    })?;
+    for row in rows {
+        let (module, language, files, types, edges, resolved) = row?;
+        let stats = out.modules.entry(module).or_default();
+        stats.files += to_usize(files);
+        stats.types += to_usize(types);
+        if let Some(lang) = Lang::from_name(&language) {
+            *stats.languages.entry(lang).or_default() += to_usize(files);
+        }
+        out.call_edges += to_usize(edges);
+        out.resolved_call_edges += to_usize(resolved);
+    }
+    let mut stmt = conn
+        .prepare("select from_module, to_module, sum(n) from code_topology_deps group by 1, 2")?;
+    let rows = stmt.query_map([], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, i64>(2)?,
+        ))
+    })?;
+    for row in rows {
+        let (from, to, n) = row?;
+        out.deps.insert((from, to), to_usize(n));
+    }
+    out.entry_points = entry_points(conn)?;
+    let totals: Option<String> = conn
+        .query_row(
+            "select value from code_index_meta where key = ?1",
+            params![TOTALS_KEY],
+            |r| r.get(0),
+        )
+        .optional()?;
+    if let Some(t) = totals.and_then(|t| serde_json::from_str::<StoredTotals>(&t).ok()) {
+        out.totals = t;
+    }
+    Ok(out)
+}
+
+/// Mains in path order, then application delegates in type-key order, as the full graph
+/// lists them.
+fn entry_points(conn: &Connection) -> rusqlite::Result<Vec<EntryPoint>> {
+    let mut stmt = conn.prepare(
+        "select path, entries from code_topology_files where entries != '[]' order by path",
+    )?;
+    let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+    let mut mains = Vec::new();
+    let mut delegates = Vec::new();
+    for row in rows {
+        let (path, json) = row?;
+        let entries: Vec<(String, Option<String>)> = match serde_json::from_str(&json) {
+            Ok(e) => e,
+            Err(_) => {
+                tracing::warn!(path, "undecodable topology entry row");
+                continue;
+            }
+        };
+        for (kind, symbol) in entries {
+            let entry = |kind| EntryPoint {
+                file: path.clone(),
+                kind,
+                symbol: symbol.clone(),
+            };
+            match kind.as_str() {
+                "main" => mains.push(entry("main")),
+                _ => delegates.push(entry("app-delegate")),
+            }
+        }
+    }
+    delegates.sort_by(|a, b| a.symbol.cmp(&b.symbol));
+    mains.extend(delegates);
+    Ok(mains)
+}
+
+impl super::CodeIndex {
+    /// The topology marks not yet applied.
+    pub(crate) fn topology_dirty(&self) -> Result<Dirty, IndexError> {
+        Ok(dirty(&self.conn)?)
+    }
+
+    /// Every file as its type skeleton and free-function names (see
+    /// [`super::stat_rows::resolution_skeletons`]).
+    pub(crate) fn resolution_skeletons(&self) -> Result<Vec<FileSummary>, IndexError> {
+        Ok(super::stat_rows::resolution_skeletons(&self.conn)?)
+    }
+
+    /// Files whose call sites name one of `types` or call one of `callees`.
+    pub(crate) fn files_mentioning(
+        &self,
+        types: &BTreeSet<String>,
+        callees: &BTreeSet<String>,
+    ) -> Result<BTreeSet<String>, IndexError> {
+        Ok(files_mentioning(&self.conn, types, callees)?)
+    }
+
+    /// Files with an import looked up by one of `stems`.
+    pub(crate) fn files_importing(
+        &self,
+        stems: &BTreeSet<String>,
+    ) -> Result<BTreeSet<String>, IndexError> {
+        Ok(files_importing(&self.conn, stems)?)
+    }
+
+    /// Stores recomputed rows and clears the marks `dirty` read.
+    pub(crate) fn write_topology(
+        &mut self,
+        rows: &[TopologyRow],
+        totals: &StoredTotals,
+        dirty: &Dirty,
+    ) -> Result<(), IndexError> {
+        write(&mut self.conn, rows, totals, dirty)
+    }
+
+    /// The topology rows summed up (current only when no marks are pending).
+    pub(crate) fn stored_topology(&self) -> Result<StoredTopology, IndexError> {
+        read(&self.conn)
+    }
+}
