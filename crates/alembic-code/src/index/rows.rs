@@ -80,7 +80,8 @@ pub(super) fn delete_all(conn: &Connection) -> rusqlite::Result<()> {
 /// Deletes the rows of a file that is gone (or no longer indexed), recording what its
 /// removal may change in other files' topology rows.
 pub(super) fn remove_file(conn: &Connection, path: &str, marking: Marking) -> rusqlite::Result<()> {
-    super::topology_rows::mark_old(conn, path, true, marking)?;
+    let old = super::topology_rows::declarations(conn, path)?;
+    super::topology_rows::mark_change(conn, path, old.as_ref(), None, marking)?;
     delete_file(conn, path)
 }
 
@@ -117,10 +118,10 @@ pub(super) fn write_file(
     marking: Marking,
 ) -> rusqlite::Result<()> {
     let path = summary.path.as_str();
-    let existed: bool = conn
-        .prepare_cached("select exists(select 1 from code_files where path = ?1)")?
-        .query_row(params![path], |r| r.get(0))?;
-    super::topology_rows::mark_old(conn, path, false, marking)?;
+    let old = match marking {
+        Marking::Names => super::topology_rows::declarations(conn, path)?,
+        Marking::Skip => None,
+    };
     delete_file(conn, path)?;
     conn.prepare_cached(
         "insert into code_files (path, language, mtime_ns, size, hash, summary)
@@ -150,7 +151,7 @@ pub(super) fn write_file(
     }
     super::call_rows::write_file(conn, summary)?;
     super::stat_rows::write_file(conn, summary, row.stats)?;
-    super::topology_rows::mark_new(conn, summary, !existed, marking)
+    super::topology_rows::mark_change(conn, path, old.as_ref(), Some(summary), marking)
 }
 
 /// The simple name a written type name ends with (`a::b::C` and `scope::C` give `C`).

@@ -112,7 +112,7 @@ pub(crate) fn chunk_hash(c: &CodeChunk) -> Vec<u8> {
 
 /// Type declarations with only what [`crate::merge`] and parent resolution read (method
 /// names and kinds, not signatures, bodies' places or properties).
-fn skeleton(types: &[TypeDecl]) -> Vec<TypeDecl> {
+pub(super) fn skeleton(types: &[TypeDecl]) -> Vec<TypeDecl> {
     types
         .iter()
         .map(|t| TypeDecl {

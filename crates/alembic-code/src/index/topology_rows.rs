@@ -17,7 +17,7 @@ use super::IndexError;
 use crate::calls::MAX_CANDIDATES;
 use crate::graph::Totals;
 use crate::language::Lang;
-use crate::summary::FileSummary;
+use crate::summary::{FileSummary, TypeDecl};
 use crate::topology::{EntryPoint, ModuleDeps, ModuleStats, file_stem};
 
 /// Schema step 5: the rows above; an existing index computes them on its next query.
@@ -82,104 +82,178 @@ pub(super) fn mark_all(conn: &Connection) -> rusqlite::Result<()> {
     mark(conn, "all", "")
 }
 
-/// True when `name` is a method of at most [`MAX_CANDIDATES`] types or a function defined
-/// at most that often: only then can name-only resolution pick it (an over-estimate: rows
-/// count types by simple name).
-fn resolvable_by_name(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
-    let (owners, functions): (i64, i64) = conn
-        .prepare_cached(
-            "select count(distinct case when kind = 'method' then owner end),
-                    sum(kind = 'function')
-             from code_callables where name = ?1",
-        )?
-        .query_row(params![name], |r| {
-            Ok((r.get(0)?, r.get::<_, Option<i64>>(1)?.unwrap_or(0)))
-        })?;
-    let limit = i64::try_from(MAX_CANDIDATES).unwrap_or(i64::MAX);
-    Ok(owners <= limit || functions <= limit)
+/// What a file declared before a write, read before its rows are deleted: only what other
+/// files' rows can depend on (lines are left out, so moving code marks nothing).
+#[derive(Debug)]
+pub(super) struct Declarations {
+    language: String,
+    /// Each type name's declarations in the file, as skeletons without lines.
+    types: BTreeMap<String, Vec<String>>,
+    /// Each callable name's owners in the file (`None`: a free function), in order.
+    callables: BTreeMap<String, Vec<Option<String>>>,
 }
 
-/// Records what the file's current rows may reach, before they are deleted; with
-/// `removed`, also drops its topology rows and marks its stem (imports may lead elsewhere).
-pub(super) fn mark_old(
+impl Declarations {
+    fn of(summary: &FileSummary) -> Declarations {
+        let mut callables: BTreeMap<String, Vec<Option<String>>> = BTreeMap::new();
+        for f in &summary.functions {
+            callables.entry(f.name.clone()).or_default().push(None);
+        }
+        for t in summary.types.iter().filter(|t| !t.name.is_empty()) {
+            for m in &t.methods {
+                callables
+                    .entry(m.name.clone())
+                    .or_default()
+                    .push(Some(t.name.clone()));
+            }
+        }
+        Declarations {
+            language: summary.language.name().to_string(),
+            types: type_signatures(&super::stat_rows::skeleton(&summary.types)),
+            callables,
+        }
+    }
+}
+
+/// Each type name's declarations as JSON without `line` and `end_line`.
+fn type_signatures(types: &[TypeDecl]) -> BTreeMap<String, Vec<String>> {
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for t in types.iter().filter(|t| !t.name.is_empty()) {
+        let mut value = serde_json::to_value(t).unwrap_or_default();
+        drop_lines(&mut value);
+        out.entry(t.name.clone())
+            .or_default()
+            .push(value.to_string());
+    }
+    out
+}
+
+fn drop_lines(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => {
+            map.remove("line");
+            map.remove("end_line");
+            map.values_mut().for_each(drop_lines);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(drop_lines),
+        _ => {}
+    }
+}
+
+/// The declarations of `path` as its rows hold them (`None`: not indexed).
+pub(super) fn declarations(
     conn: &Connection,
     path: &str,
-    removed: bool,
+) -> rusqlite::Result<Option<Declarations>> {
+    let row: Option<(String, Option<String>)> = conn
+        .prepare_cached(
+            "select f.language, s.types from code_files f
+             left join code_file_stats s on s.path = f.path where f.path = ?1",
+        )?
+        .query_row(params![path], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    let Some((language, types)) = row else {
+        return Ok(None);
+    };
+    let types: Vec<TypeDecl> = types
+        .and_then(|json| serde_json::from_str(&json).ok())
+        .unwrap_or_default();
+    let mut callables: BTreeMap<String, Vec<Option<String>>> = BTreeMap::new();
+    let mut stmt = conn
+        .prepare_cached("select name, owner from code_callables where path = ?1 order by rowid")?;
+    for row in stmt.query_map(params![path], |r| Ok((r.get(0)?, r.get(1)?)))? {
+        let (name, owner): (String, Option<String>) = row?;
+        callables.entry(name).or_default().push(owner);
+    }
+    Ok(Some(Declarations {
+        language,
+        types: type_signatures(&types),
+        callables,
+    }))
+}
+
+/// Records what a write changed that other files' topology rows may depend on: `old` the
+/// file's declarations before (`None`: it was not indexed), `new` its summary after
+/// (`None`: removed, and its own topology rows are dropped).
+pub(super) fn mark_change(
+    conn: &Connection,
+    path: &str,
+    old: Option<&Declarations>,
+    new: Option<&FileSummary>,
     marking: Marking,
 ) -> rusqlite::Result<()> {
-    if removed {
+    if new.is_none() {
         for sql in DELETE_FILE {
             conn.prepare_cached(sql)?.execute(params![path])?;
         }
     }
-    let language: Option<String> = conn
-        .prepare_cached("select language from code_files where path = ?1")?
-        .query_row(params![path], |r| r.get(0))
-        .optional()?;
-    if marking == Marking::Skip || language.is_none() {
+    let new_decls = new.map(Declarations::of);
+    if marking == Marking::Skip || (old.is_none() && new_decls.is_none()) {
         return Ok(());
     }
     mark(conn, "file", path)?;
-    if removed {
+    if old.is_none() || new_decls.is_none() {
         mark(conn, "stem", file_stem(path))?;
     }
-    if language.as_deref() == Some(Lang::Go.name()) {
-        mark(conn, "go", "")?;
-    }
-    conn.prepare_cached(
-        "insert into code_topology_dirty (kind, name)
-         select distinct 'type', name from code_decls where path = ?1",
-    )?
-    .execute(params![path])?;
-    let names: Vec<String> = conn
-        .prepare_cached("select distinct name from code_callables where path = ?1")?
-        .query_map(params![path], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
-    mark_callees(conn, &names)
-}
-
-/// Records what a file's new rows may reach, after they are written.
-pub(super) fn mark_new(
-    conn: &Connection,
-    summary: &FileSummary,
-    added: bool,
-    marking: Marking,
-) -> rusqlite::Result<()> {
-    if marking == Marking::Skip {
-        return Ok(());
-    }
-    mark(conn, "file", &summary.path)?;
-    if added {
-        mark(conn, "stem", file_stem(&summary.path))?;
-    }
-    if summary.language == Lang::Go {
-        mark(conn, "go", "")?;
-    }
-    let types: BTreeSet<&str> = summary
+    let empty = Declarations {
+        language: String::new(),
+        types: BTreeMap::new(),
+        callables: BTreeMap::new(),
+    };
+    let (old, new_decls) = (old.unwrap_or(&empty), new_decls.as_ref().unwrap_or(&empty));
+    // Another language reads the same names another way: everything counts as changed.
+    let relanguaged = old.language != new_decls.language;
+    let go = [&old.language, &new_decls.language]
+        .iter()
+        .any(|l| l.as_str() == Lang::Go.name());
+    let mut types_changed = false;
+    for name in old
         .types
-        .iter()
-        .map(|t| t.name.as_str())
-        .filter(|n| !n.is_empty())
-        .collect();
-    for t in types {
-        mark(conn, "type", t)?;
+        .keys()
+        .chain(new_decls.types.keys())
+        .collect::<BTreeSet<_>>()
+    {
+        if relanguaged || old.types.get(name) != new_decls.types.get(name) {
+            mark(conn, "type", name)?;
+            types_changed = true;
+        }
     }
-    let callables: BTreeSet<String> = summary
-        .functions
-        .iter()
-        .chain(summary.types.iter().flat_map(|t| &t.methods))
-        .map(|m| m.name.clone())
-        .collect();
-    mark_callees(conn, &callables.into_iter().collect::<Vec<_>>())
-}
-
-fn mark_callees(conn: &Connection, names: &[String]) -> rusqlite::Result<()> {
-    for name in names {
-        if resolvable_by_name(conn, name)? {
+    if go && types_changed {
+        mark(conn, "go", "")?;
+    }
+    let names = old.callables.keys().chain(new_decls.callables.keys());
+    for name in names.collect::<BTreeSet<_>>() {
+        let now = new_decls.callables.get(name);
+        if (relanguaged || old.callables.get(name) != now)
+            && resolvable_by_name(conn, name, now.map_or(&[][..], Vec::as_slice))?
+        {
             mark(conn, "callee", name)?;
         }
     }
     Ok(())
+}
+
+/// True when name-only resolution may have picked `name` before or after this write: at
+/// most [`MAX_CANDIDATES`] types have a method of it, or functions are named it, counting
+/// from the rows after the write and allowing for the owners `in_file` added (an
+/// over-estimate: rows count types by simple name).
+fn resolvable_by_name(
+    conn: &Connection,
+    name: &str,
+    in_file: &[Option<String>],
+) -> rusqlite::Result<bool> {
+    let (owners, functions): (i64, i64) = conn
+        .prepare_cached(
+            "select count(distinct case when kind = 'method' then owner end),
+                    coalesce(sum(kind = 'function'), 0)
+             from code_callables where name = ?1",
+        )?
+        .query_row(params![name], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    let added_owners = in_file.iter().flatten().collect::<BTreeSet<_>>().len();
+    let added_functions = in_file.iter().filter(|o| o.is_none()).count();
+    let within =
+        |n: i64, added: usize| usize::try_from(n).unwrap_or(usize::MAX) <= MAX_CANDIDATES + added;
+    Ok(within(owners, added_owners) || within(functions, added_functions))
 }
 
 /// What the dirty marks say, up to the mark `upto`.
