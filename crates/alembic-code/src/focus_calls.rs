@@ -173,7 +173,7 @@ impl<'i> CallFocus<'i> {
 
     /// Adds the call sites of `path` that `keep` selects, and loads what resolving them
     /// reads.
-    fn add_sites(
+    pub(crate) fn add_sites(
         &mut self,
         path: &str,
         keep: impl Fn(&CallSite) -> bool,
@@ -205,7 +205,7 @@ impl<'i> CallFocus<'i> {
     }
 
     /// Every declaration of the types named `name`, with their ancestry.
-    fn load_type(&mut self, name: &str) -> Result<(), IndexError> {
+    pub(crate) fn load_type(&mut self, name: &str) -> Result<(), IndexError> {
         if self.types.insert(name.to_string()) {
             self.built = None;
             load_around(
@@ -278,6 +278,11 @@ impl<'i> CallFocus<'i> {
         let graph = Arc::new(graph);
         self.built = Some(Arc::clone(&graph));
         graph
+    }
+
+    /// A loaded summary.
+    pub(crate) fn summary(&self, path: &str) -> Option<&FileSummary> {
+        self.files.get(path)
     }
 
     /// Number of summaries loaded.

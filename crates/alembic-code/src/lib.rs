@@ -46,7 +46,7 @@ pub mod service;
 pub mod summary;
 pub mod tools;
 pub mod topology;
-mod topology_rows;
+pub mod topology_rows;
 pub mod walk;
 mod watch;
 

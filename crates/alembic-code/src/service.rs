@@ -52,6 +52,8 @@ struct State {
     watch: Option<TreeWatch>,
     /// Most directories [`CodeService::watch`] may watch (`None`: the system's limit).
     watch_limit: Option<usize>,
+    /// Most files whose topology rows are recomputed in a focused graph.
+    focused_topology: usize,
     /// Watching failed (and was logged); queries walk on every call.
     unwatched: bool,
     /// Times a query walked the tree.
@@ -95,6 +97,7 @@ impl CodeService {
                 max_file_bytes: None,
                 watch: None,
                 watch_limit: None,
+                focused_topology: crate::topology_rows::FOCUSED_FILES,
                 unwatched: false,
                 walks: 0,
             }),
@@ -104,6 +107,15 @@ impl CodeService {
     /// Uses `embedder` for `semantic_search_code` (hybrid mode).
     pub fn with_embedder(mut self, embedder: Arc<dyn CodeEmbedder>) -> CodeService {
         self.embedder = Some(embedder);
+        self
+    }
+
+    /// Recomputes the topology rows a change reaches in a graph focused on what they read
+    /// when at most `files` are reached (default [`crate::topology_rows::FOCUSED_FILES`]),
+    /// else in the graph of every type skeleton; 0 always uses the latter. Both give the
+    /// same rows; this trades one cost for the other.
+    pub fn with_focused_topology_files(self, files: usize) -> CodeService {
+        self.lock().focused_topology = files;
         self
     }
 
@@ -327,20 +339,17 @@ impl CodeService {
                 types: g.types.len(),
             });
         }
+        let focused = state.focused_topology;
         let index = open_locked(&self.root, &mut state)?;
-        crate::topology_rows::refresh(index)?;
+        crate::topology_rows::refresh(index, focused)?;
         let stored = index.stored_topology()?;
         Ok(ProjectTopology {
             modules: ModuleGraph::build(&stored.modules, &[&stored.deps]),
             entry_points: stored.entry_points,
-            call_edges: stored.call_edges,
-            resolved_call_edges: stored.resolved_call_edges,
-            totals: Totals {
-                call_edges: stored.call_edges,
-                resolved_call_edges: stored.resolved_call_edges,
-                ..stored.totals.totals
-            },
-            types: stored.totals.types,
+            call_edges: stored.totals.call_edges,
+            resolved_call_edges: stored.totals.resolved_call_edges,
+            totals: stored.totals,
+            types: stored.types,
         })
     }
 

@@ -339,6 +339,11 @@ impl CallIndex {
         self.edges.is_empty()
     }
 
+    /// One file's edges, merged within the file.
+    pub(crate) fn file_edges(&self, path: &str) -> Option<&HashMap<EdgeKey, CallEdge>> {
+        self.per_file.get(path)
+    }
+
     /// Edges counted per file (an edge made from several files counts once in each) and
     /// how many of them are resolved: the overview's call-edge totals, which per-file
     /// rows can sum ([`crate::topology_rows`]).

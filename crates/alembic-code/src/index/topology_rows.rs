@@ -26,6 +26,7 @@ pub(super) const MIGRATION_SQL: &str = "create table code_topology_files (
         module text not null,
         language text not null,
         primary_types integer not null,
+        functions integer not null,
         call_edges integer not null,
         resolved_edges integer not null,
         entries text not null
@@ -40,6 +41,17 @@ pub(super) const MIGRATION_SQL: &str = "create table code_topology_files (
     create table code_topology_imports (path text not null, stem text not null);
     create index code_topology_imports_path on code_topology_imports(path);
     create index code_topology_imports_stem on code_topology_imports(stem);
+    create table code_topology_names (
+        name text primary key,
+        types integer not null,
+        classes integer not null,
+        structs integer not null,
+        enums integer not null,
+        protocols integer not null,
+        extensions integer not null,
+        methods integer not null
+    ) without rowid;
+    create index code_callables_owner on code_callables(owner);
     create table code_topology_dirty (
         id integer primary key,
         kind text not null,
@@ -47,13 +59,10 @@ pub(super) const MIGRATION_SQL: &str = "create table code_topology_files (
     );
     insert into code_topology_dirty (kind, name) values ('all', '');";
 
-/// Key of the type totals in `code_index_meta`.
-const TOTALS_KEY: &str = "topology_totals";
-
 /// Deletes every topology row and marks everything for recomputation.
 pub(super) const DELETE_ALL: &str = "delete from code_topology_files;
     delete from code_topology_deps; delete from code_topology_imports;
-    delete from code_topology_dirty;
+    delete from code_topology_names; delete from code_topology_dirty;
     insert into code_topology_dirty (kind, name) values ('all', '');";
 
 const DELETE_FILE: [&str; 3] = [
@@ -365,6 +374,7 @@ pub(crate) struct TopologyRow {
     pub module: String,
     pub language: Lang,
     pub primary_types: usize,
+    pub functions: usize,
     pub call_edges: usize,
     pub resolved_edges: usize,
     /// (kind, symbol) of the entry points the file holds.
@@ -375,12 +385,28 @@ pub(crate) struct TopologyRow {
     pub stems: BTreeSet<String>,
 }
 
-/// Replaces the rows of `rows`' files (every row when `dirty.all`), stores the type
-/// totals and clears the marks `dirty` read, in one transaction.
+/// What the types of one simple name count for in the overview's totals (a type's merge
+/// reads only the declarations of its own name, so this changes only when they do).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct NameTotals {
+    pub name: String,
+    /// Type keys of the name.
+    pub types: usize,
+    pub classes: usize,
+    pub structs: usize,
+    pub enums: usize,
+    pub protocols: usize,
+    pub extensions: usize,
+    pub methods: usize,
+}
+
+/// Replaces the rows of `rows`' files and of `names`' type names (a name without types
+/// counts zero: its row goes), every row when `dirty.all`, and clears the marks `dirty`
+/// read, in one transaction.
 pub(super) fn write(
     conn: &mut Connection,
     rows: &[TopologyRow],
-    totals: &StoredTotals,
+    names: &[NameTotals],
     dirty: &Dirty,
 ) -> Result<(), IndexError> {
     let tx = conn.transaction()?;
@@ -388,13 +414,45 @@ pub(super) fn write(
         // Rows of files gone since are dropped with the rest.
         tx.execute_batch(
             "delete from code_topology_files; delete from code_topology_deps;
-             delete from code_topology_imports;",
+             delete from code_topology_imports; delete from code_topology_names;",
         )?;
     }
+    write_files(&tx, rows)?;
+    let to_i64 = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+    for n in names {
+        tx.prepare_cached("delete from code_topology_names where name = ?1")?
+            .execute(params![n.name])?;
+        if n.types == 0 {
+            continue;
+        }
+        tx.prepare_cached(
+            "insert into code_topology_names
+             (name, types, classes, structs, enums, protocols, extensions, methods)
+             values (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        )?
+        .execute(params![
+            n.name,
+            to_i64(n.types),
+            to_i64(n.classes),
+            to_i64(n.structs),
+            to_i64(n.enums),
+            to_i64(n.protocols),
+            to_i64(n.extensions),
+            to_i64(n.methods)
+        ])?;
+    }
+    tx.execute(
+        "delete from code_topology_dirty where id <= ?1",
+        params![dirty.upto],
+    )?;
+    tx.commit()?;
+    Ok(())
+}
+
+fn write_files(tx: &Connection, rows: &[TopologyRow]) -> Result<(), IndexError> {
     let mut file = tx.prepare_cached(
-        "insert into code_topology_files
-         (path, module, language, primary_types, call_edges, resolved_edges, entries)
-         values (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        "insert into code_topology_files (path, module, language, primary_types, functions,
+         call_edges, resolved_edges, entries) values (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?;
     let mut dep = tx.prepare_cached(
         "insert into code_topology_deps (path, from_module, to_module, n) values (?1, ?2, ?3, ?4)",
@@ -415,6 +473,7 @@ pub(super) fn write(
             row.module,
             row.language.name(),
             to_i64(row.primary_types),
+            to_i64(row.functions),
             to_i64(row.call_edges),
             to_i64(row.resolved_edges),
             entries
@@ -426,20 +485,6 @@ pub(super) fn write(
             stem.execute(params![row.path, s])?;
         }
     }
-    drop((file, dep, stem));
-    let totals = serde_json::to_string(totals).map_err(|source| IndexError::Encode {
-        path: TOTALS_KEY.to_string(),
-        source,
-    })?;
-    tx.execute(
-        "insert or replace into code_index_meta (key, value) values (?1, ?2)",
-        params![TOTALS_KEY, totals],
-    )?;
-    tx.execute(
-        "delete from code_topology_dirty where id <= ?1",
-        params![dirty.upto],
-    )?;
-    tx.commit()?;
     Ok(())
 }
 
@@ -449,15 +494,7 @@ pub(crate) struct StoredTopology {
     pub modules: BTreeMap<String, ModuleStats>,
     pub deps: ModuleDeps,
     pub entry_points: Vec<EntryPoint>,
-    pub call_edges: usize,
-    pub resolved_call_edges: usize,
-    pub totals: StoredTotals,
-}
-
-/// The whole-project type counts stored with the rows (the graph they were resolved in
-/// has them).
-#[derive(Debug, Default, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub(crate) struct StoredTotals {
+    /// Files, functions, type and call-edge counts.
     pub totals: Totals,
     /// Number of type keys.
     pub types: usize,
@@ -467,30 +504,35 @@ pub(super) fn read(conn: &Connection) -> Result<StoredTopology, IndexError> {
     let mut out = StoredTopology::default();
     let to_usize = |n: i64| usize::try_from(n).unwrap_or(0);
     let mut stmt = conn.prepare(
-        "select module, language, count(*), sum(primary_types), sum(call_edges),
-                sum(resolved_edges)
+        "select module, language, count(*), sum(primary_types), sum(functions),
+                sum(call_edges), sum(resolved_edges)
          from code_topology_files group by module, language",
     )?;
     let rows = stmt.query_map([], |r| {
         Ok((
             r.get::<_, String>(0)?,
             r.get::<_, String>(1)?,
-            r.get::<_, i64>(2)?,
-            r.get::<_, i64>(3)?,
-            r.get::<_, i64>(4)?,
-            r.get::<_, i64>(5)?,
+            [
+                r.get::<_, i64>(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+                r.get(6)?,
+            ],
         ))
     })?;
     for row in rows {
-        let (module, language, files, types, edges, resolved) = row?;
+        let (module, language, [files, types, functions, edges, resolved]) = row?;
         let stats = out.modules.entry(module).or_default();
         stats.files += to_usize(files);
         stats.types += to_usize(types);
         if let Some(lang) = Lang::from_name(&language) {
             *stats.languages.entry(lang).or_default() += to_usize(files);
         }
-        out.call_edges += to_usize(edges);
-        out.resolved_call_edges += to_usize(resolved);
+        out.totals.files += to_usize(files);
+        out.totals.functions += to_usize(functions);
+        out.totals.call_edges += to_usize(edges);
+        out.totals.resolved_call_edges += to_usize(resolved);
     }
     let mut stmt = conn
         .prepare("select from_module, to_module, sum(n) from code_topology_deps group by 1, 2")?;
@@ -506,16 +548,40 @@ pub(super) fn read(conn: &Connection) -> Result<StoredTopology, IndexError> {
         out.deps.insert((from, to), to_usize(n));
     }
     out.entry_points = entry_points(conn)?;
-    let totals: Option<String> = conn
-        .query_row(
-            "select value from code_index_meta where key = ?1",
-            params![TOTALS_KEY],
-            |r| r.get(0),
-        )
-        .optional()?;
-    if let Some(t) = totals.and_then(|t| serde_json::from_str::<StoredTotals>(&t).ok()) {
-        out.totals = t;
-    }
+    let counts: [i64; 7] = conn.query_row(
+        "select coalesce(sum(types), 0), coalesce(sum(classes), 0), coalesce(sum(structs), 0),
+                coalesce(sum(enums), 0), coalesce(sum(protocols), 0),
+                coalesce(sum(extensions), 0), coalesce(sum(methods), 0)
+         from code_topology_names",
+        [],
+        |r| {
+            Ok([
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+                r.get(6)?,
+            ])
+        },
+    )?;
+    let [
+        types,
+        classes,
+        structs,
+        enums,
+        protocols,
+        extensions,
+        methods,
+    ] = counts.map(to_usize);
+    out.types = types;
+    out.totals.classes = classes;
+    out.totals.structs = structs;
+    out.totals.enums = enums;
+    out.totals.protocols = protocols;
+    out.totals.extensions = extensions;
+    out.totals.methods = methods;
     Ok(out)
 }
 
@@ -583,14 +649,29 @@ impl super::CodeIndex {
         Ok(files_importing(&self.conn, stems)?)
     }
 
+    /// Names of the methods of the types with this simple name.
+    pub(crate) fn methods_owned_by(&self, owner: &str) -> Result<Vec<String>, IndexError> {
+        let mut stmt = self.conn.prepare_cached(
+            "select distinct name from code_callables where kind = 'method' and owner = ?1",
+        )?;
+        let names = stmt.query_map(params![owner], |r| r.get(0))?;
+        Ok(names.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// True when name-only resolution can pick a callable of this name (see
+    /// [`resolvable_by_name`]).
+    pub(crate) fn resolvable_by_name(&self, name: &str) -> Result<bool, IndexError> {
+        Ok(resolvable_by_name(&self.conn, name, &[])?)
+    }
+
     /// Stores recomputed rows and clears the marks `dirty` read.
     pub(crate) fn write_topology(
         &mut self,
         rows: &[TopologyRow],
-        totals: &StoredTotals,
+        names: &[NameTotals],
         dirty: &Dirty,
     ) -> Result<(), IndexError> {
-        write(&mut self.conn, rows, totals, dirty)
+        write(&mut self.conn, rows, names, dirty)
     }
 
     /// The topology rows summed up (current only when no marks are pending).

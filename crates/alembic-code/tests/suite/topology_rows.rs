@@ -108,6 +108,16 @@ fn topology_rows_equal_a_full_build_after_scripted_edits() {
     );
     assert_rows_match_full(&rows, root, "add a file an import may name");
 
+    // A declaration only (no call site names it): a subclass in a new module depends on
+    // its parent's.
+    write(
+        root,
+        "swift/Sources/Extra/Special.swift",
+        "final class Special: Ring {}\n",
+        4,
+    );
+    assert_rows_match_full(&rows, root, "declarations only");
+
     // Removals: a Swift extension file, a Go file, the new Python files.
     std::fs::remove_file(root.join("swift/Sources/Shapes/Circle+Extras.swift")).unwrap();
     std::fs::remove_file(root.join("go/cmd/app/main.go")).unwrap();
@@ -227,18 +237,24 @@ fn random_edit(root: &Path, rng: &mut Seeded, step: u64) -> String {
     }
 }
 
+/// Both ways of recomputing: in a focused graph (the default for few files) and in the
+/// graph of every type skeleton (`with_focused_topology_files(0)`).
 #[test]
 fn topology_rows_equal_a_full_build_after_seeded_random_edits() {
-    for seed in [7u64, 1_234_567] {
+    for (seed, focused) in [(7u64, 300), (1_234_567, 300), (7, 0), (99, 0)] {
         let dir = mixed_project();
         let root = dir.path();
-        let rows = Arc::new(CodeService::new(root).unwrap());
+        let service = CodeService::new(root)
+            .unwrap()
+            .with_focused_topology_files(focused);
+        let rows = Arc::new(service);
         rows.module_graph().unwrap();
         let mut rng = Seeded(seed);
         let mut done = Vec::new();
         for step in 1..=12 {
             done.push(random_edit(root, &mut rng, step));
-            assert_rows_match_full(&rows, root, &format!("seed {seed}: {done:?}"));
+            let step = format!("seed {seed}, focused {focused}: {done:?}");
+            assert_rows_match_full(&rows, root, &step);
         }
     }
 }
