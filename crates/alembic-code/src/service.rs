@@ -198,16 +198,22 @@ impl CodeService {
     }
 
     /// Refreshes the index (parsing every file again when `force`, in one transaction)
-    /// with `progress`, and drops the graphs and vectors read from the old rows (with `force`
-    /// the stored vectors are dropped too, so every chunk is embedded again).
+    /// with `progress`, recomputes every topology row when the refresh was large, and drops
+    /// the graphs and vectors read from the old rows (with `force` the stored vectors are
+    /// dropped too, so every chunk is embedded again).
     pub fn rebuild(
         &self,
         force: bool,
         progress: &(dyn Fn(Progress) + Sync),
     ) -> Result<IndexReport, IndexError> {
         let mut state = self.lock();
+        let focused = state.focused_topology;
         let index = open_locked(&self.root, &mut state)?;
         let (report, _) = index.refresh_with(force, progress)?;
+        if index.topology_outdated()? {
+            progress(Progress::Phase(crate::index::IndexPhase::Graph));
+            index.topology(focused)?;
+        }
         state.full = None;
         state.pending.clear();
         state.vectors = None;
@@ -340,17 +346,7 @@ impl CodeService {
             });
         }
         let focused = state.focused_topology;
-        let index = open_locked(&self.root, &mut state)?;
-        crate::topology_rows::refresh(index, focused)?;
-        let stored = index.stored_topology()?;
-        Ok(ProjectTopology {
-            modules: ModuleGraph::build(&stored.modules, &[&stored.deps]),
-            entry_points: stored.entry_points,
-            call_edges: stored.totals.call_edges,
-            resolved_call_edges: stored.totals.resolved_call_edges,
-            totals: stored.totals,
-            types: stored.types,
-        })
+        open_locked(&self.root, &mut state)?.topology(focused)
     }
 
     /// Runs `query` on a [`CallView`] of the current tree: the whole-project graph when it

@@ -34,9 +34,10 @@ use crate::graph::{ProjectGraph, TypeInfo};
 use crate::index::topology_rows::{Dirty, NameTotals, TopologyRow};
 use crate::index::{CodeIndex, IndexError};
 use crate::language::Lang;
+use crate::service::ProjectTopology;
 use crate::summary::{FileSummary, TypeKind};
 use crate::topology::{
-    files_by_stem, import_stem, import_target, is_app_delegate, main_entry, module_of,
+    ModuleGraph, files_by_stem, import_stem, import_target, is_app_delegate, main_entry, module_of,
     type_dependency_files,
 };
 
@@ -47,6 +48,29 @@ const CHUNK: usize = 1000;
 /// they read ([`CallFocus`]); beyond, in the graph of every type skeleton, which costs
 /// about a second on 13,000 files but does not grow with the files reached.
 pub const FOCUSED_FILES: usize = 300;
+
+impl CodeIndex {
+    /// The module topology, entry points and totals, summed from the topology rows after
+    /// recomputing those the pending marks reach (see [`refresh`]).
+    pub fn topology(&mut self, focused_files: usize) -> Result<ProjectTopology, IndexError> {
+        refresh(self, focused_files)?;
+        let stored = self.stored_topology()?;
+        Ok(ProjectTopology {
+            modules: ModuleGraph::build(&stored.modules, &[&stored.deps]),
+            entry_points: stored.entry_points,
+            call_edges: stored.totals.call_edges,
+            resolved_call_edges: stored.totals.resolved_call_edges,
+            totals: stored.totals,
+            types: stored.types,
+        })
+    }
+
+    /// True when every topology row waits to be recomputed (after a first, forced or
+    /// large refresh): `alembic index` does it then, rather than the next query.
+    pub fn topology_outdated(&self) -> Result<bool, IndexError> {
+        Ok(self.topology_dirty()?.all)
+    }
+}
 
 /// Recomputes the rows the pending marks reach (every row after a bulk change), in a
 /// focused graph when they reach at most `focused_files` files.

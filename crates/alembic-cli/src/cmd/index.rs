@@ -1,13 +1,17 @@
 //! `alembic index`: build or refresh the code index of a project.
 //!
-//! Without `--graph` it only refreshes the index (scan, parse, write), which after a small
-//! change costs a walk and a few parses; `--graph` also loads every summary and builds the
-//! whole-project graph to print its totals, modules and entry points.
+//! It refreshes the index (scan, parse, write), which after a small change costs a walk and
+//! a few parses; after a first, forced or large refresh it also recomputes every file's
+//! module-topology row (graph), so the next topology query only sums rows (a small change
+//! leaves the few rows it reaches to that query). `--graph` prints the totals, modules,
+//! layers, cycles and entry points those rows sum to.
 
 use std::time::Instant;
 
 use alembic_runtime::ProjectConfig;
-use alembic_runtime::code::{CodeIndex, IndexReport, Progress, ProjectGraph};
+use alembic_runtime::code::service::ProjectTopology;
+use alembic_runtime::code::topology_rows::FOCUSED_FILES;
+use alembic_runtime::code::{CodeIndex, IndexPhase, IndexReport, Progress, ProjectStats};
 use anyhow::Context;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -23,8 +27,8 @@ pub struct IndexArgs {
     /// Print the result as JSON on stdout (no progress bar)
     #[arg(long)]
     pub json: bool,
-    /// Also build the whole-project graph and print its totals, modules, layers, cycles and
-    /// entry points (loads every summary; slow on large trees)
+    /// Also print the project's totals, modules, layers, cycles and entry points (from the
+    /// module-topology rows, brought up to date first)
     #[arg(long)]
     pub graph: bool,
 }
@@ -53,9 +57,15 @@ pub fn run(args: IndexArgs) -> CmdResult {
             Progress::Checked => bar.inc(1),
         })
         .context("indexing failed")?;
-    let graph = if args.graph {
-        bar.set_prefix("graph");
-        Some(index.graph().context("cannot build the project graph")?)
+    let graph = if args.graph || index.topology_outdated()? {
+        bar.set_prefix(IndexPhase::Graph.name());
+        let topology = index
+            .topology(FOCUSED_FILES)
+            .context("cannot compute the module topology")?;
+        match args.graph {
+            true => Some((topology, index.project_stats()?)),
+            false => None,
+        }
     } else {
         None
     };
@@ -72,7 +82,7 @@ pub fn run(args: IndexArgs) -> CmdResult {
 
 fn print_text(
     report: &IndexReport,
-    graph: Option<&ProjectGraph>,
+    graph: Option<&(ProjectTopology, ProjectStats)>,
     elapsed: std::time::Duration,
     per_second: f64,
 ) {
@@ -86,7 +96,7 @@ fn print_text(
         report.removed,
         report.skipped.len()
     );
-    if let Some(graph) = graph {
+    if let Some((graph, _)) = graph {
         print_graph(graph);
     }
     for s in report.skipped.iter().take(10) {
@@ -102,7 +112,7 @@ fn print_text(
 
 fn print_json(
     report: &IndexReport,
-    graph: Option<&ProjectGraph>,
+    graph: Option<&(ProjectTopology, ProjectStats)>,
     elapsed: std::time::Duration,
     per_second: f64,
 ) -> anyhow::Result<()> {
@@ -111,9 +121,9 @@ fn print_json(
         "filesPerSecond": per_second.round(),
         "elapsedMs": elapsed.as_millis() as u64,
     });
-    if let Some(graph) = graph {
+    if let Some((graph, stats)) = graph {
         out["totals"] = json!(graph.totals);
-        out["languages"] = json!(graph.languages);
+        out["languages"] = json!(stats.languages);
         out["modules"] = json!(graph.modules.modules.len());
         out["layers"] = json!(graph.modules.layers());
         out["cycles"] = json!(graph.modules.cycles());
@@ -123,7 +133,7 @@ fn print_json(
     Ok(())
 }
 
-fn print_graph(graph: &ProjectGraph) {
+fn print_graph(graph: &ProjectTopology) {
     let t = &graph.totals;
     println!(
         "graph: {} classes, {} structs, {} enums, {} protocols, {} extensions, {} methods, {} functions, {} call edges ({} resolved)",

@@ -155,6 +155,10 @@ pub enum IndexPhase {
     Parse,
     /// Committing the transaction.
     Write,
+    /// Recomputing every file's module-topology row after a first, forced or large
+    /// refresh ([`crate::topology_rows`]); smaller changes leave it to the next topology
+    /// query.
+    Graph,
 }
 
 impl IndexPhase {
@@ -163,6 +167,7 @@ impl IndexPhase {
             IndexPhase::Scan => "scan",
             IndexPhase::Parse => "parse",
             IndexPhase::Write => "write",
+            IndexPhase::Graph => "graph",
         }
     }
 }
