@@ -23,6 +23,7 @@ use crate::call_view::CallView;
 use crate::calls::CallEdge;
 use crate::focus::Reach;
 use crate::graph::{ProjectGraph, Summaries, Totals};
+use crate::index::topology_rows::TypeOfNote;
 use crate::index::{ChunkVectors, CodeIndex, IndexError, IndexPlan, IndexReport, Progress};
 use crate::semantic::{CodeEmbedder, SemanticSearch};
 use crate::summary::FileSummary;
@@ -349,6 +350,64 @@ impl CodeService {
         open_locked(&self.root, &mut state)?.topology(focused)
     }
 
+    /// How many root classes the project has (declared classes whose superclass is not a
+    /// declared project type), the first `limit` in key order, and a graph holding every
+    /// descendant of those: from the topology rows and the summaries they point to, or the
+    /// whole-project graph when it is loaded (the same answers).
+    pub(crate) fn root_classes(&self, limit: usize) -> Result<RootClasses, IndexError> {
+        let mut state = self.lock();
+        refresh_locked(&self.root, &mut state)?;
+        if state.full.is_some() {
+            let graph = full_graph_locked(&self.root, &mut state)?;
+            let roots: Vec<TypeOfNote> = graph
+                .types
+                .values()
+                .map(|t| crate::topology_rows::type_of_note(&graph, t))
+                .filter(|t| t.root_class)
+                .collect();
+            return Ok(RootClasses {
+                total: roots.len(),
+                roots: roots.into_iter().take(limit).collect(),
+                graph,
+            });
+        }
+        let focused = state.focused_topology;
+        let index = open_locked(&self.root, &mut state)?;
+        crate::topology_rows::refresh(index, focused)?;
+        let (total, roots) = index.stored_root_classes(limit)?;
+        let mut files = BTreeMap::new();
+        for root in &roots {
+            crate::focus::load_around(index, &root.key, Reach::subclasses(None), &mut files)?;
+        }
+        let graph = Arc::new(crate::focus_calls::types_graph(&files));
+        Ok(RootClasses {
+            total,
+            roots,
+            graph,
+        })
+    }
+
+    /// How many types have extensions, and the first `limit`, most extended first, from
+    /// the topology rows (or the whole-project graph when it is loaded; the same answers).
+    pub(crate) fn extended_types(
+        &self,
+        limit: usize,
+    ) -> Result<(usize, Vec<TypeOfNote>), IndexError> {
+        let mut state = self.lock();
+        refresh_locked(&self.root, &mut state)?;
+        if state.full.is_some() {
+            let graph = full_graph_locked(&self.root, &mut state)?;
+            let map = graph.category_map();
+            let first = map.iter().take(limit);
+            let notes = first.map(|(t, _)| crate::topology_rows::type_of_note(&graph, t));
+            return Ok((map.len(), notes.collect()));
+        }
+        let focused = state.focused_topology;
+        let index = open_locked(&self.root, &mut state)?;
+        crate::topology_rows::refresh(index, focused)?;
+        index.stored_extended_types(limit)
+    }
+
     /// Runs `query` on a [`CallView`] of the current tree: the whole-project graph when it
     /// is already loaded, else the index's call rows and the few summaries they point to
     /// (the same answers; see [`crate::focus_calls`]). `query` must not call the service.
@@ -383,6 +442,14 @@ impl CodeService {
         let callees = g.callees(key).into_iter().cloned().collect();
         Ok((callers, callees, view.loaded()))
     }
+}
+
+/// The first root classes and what their trees need (see [`CodeService::root_classes`]).
+pub(crate) struct RootClasses {
+    pub total: usize,
+    pub roots: Vec<TypeOfNote>,
+    /// Holds every descendant of `roots`.
+    pub graph: Arc<ProjectGraph>,
 }
 
 /// What the overview shows of the project's structure besides counts of files and types.

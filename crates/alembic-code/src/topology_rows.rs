@@ -31,7 +31,7 @@ use rayon::prelude::*;
 use crate::calls::{CallEdge, EdgeKey, file_call_deps, resolve_file};
 use crate::focus_calls::CallFocus;
 use crate::graph::{ProjectGraph, TypeInfo};
-use crate::index::topology_rows::{Dirty, NameTotals, TopologyRow};
+use crate::index::topology_rows::{Dirty, NameTotals, TopologyRow, TypeOfNote};
 use crate::index::{CodeIndex, IndexError};
 use crate::language::Lang;
 use crate::service::ProjectTopology;
@@ -80,22 +80,18 @@ pub(crate) fn refresh(index: &mut CodeIndex, focused_files: usize) -> Result<(),
         return Ok(());
     }
     let started = Instant::now();
-    let reached = if dirty.all {
-        None
+    let (reached, names) = if dirty.all {
+        (None, BTreeSet::new())
     } else {
         let indexed: BTreeSet<&str> = index.paths().collect();
-        let files = reached(index, &dirty)?;
-        Some(
-            files
-                .into_iter()
-                .filter(|p| indexed.contains(p.as_str()))
-                .collect::<Vec<_>>(),
-        )
+        let (files, names) = reached(index, &dirty)?;
+        let files = files.into_iter().filter(|p| indexed.contains(p.as_str()));
+        (Some(files.collect::<Vec<_>>()), names)
     };
     let focused = reached.as_ref().is_some_and(|r| r.len() <= focused_files);
     let (rows, names) = match reached {
-        Some(paths) if focused => focused_rows(index, &paths, &dirty.types)?,
-        Some(paths) => global_rows(index, &paths, Some(&dirty.types))?,
+        Some(paths) if focused => focused_rows(index, &paths, &names)?,
+        Some(paths) => global_rows(index, &paths, Some(&names))?,
         None => {
             let paths: Vec<String> = index.paths().map(str::to_string).collect();
             global_rows(index, &paths, None)?
@@ -192,15 +188,20 @@ fn name_totals<'a>(
                 ..NameTotals::default()
             };
             for info in graph.types_named(name) {
-                count_type(&mut t, info);
+                count_type(graph, &mut t, info);
             }
             t
         })
         .collect()
 }
 
-/// Counts one merged type as the full graph's totals do.
-fn count_type(t: &mut NameTotals, info: &TypeInfo) {
+/// Counts one merged type as the full graph's totals do, and keeps it when the
+/// whole-project hierarchy or category map lists it.
+fn count_type(graph: &ProjectGraph, t: &mut NameTotals, info: &TypeInfo) {
+    let note = type_of_note(graph, info);
+    if note.root_class || !note.categories.is_empty() {
+        t.types_of_note.push(note);
+    }
     t.types += 1;
     match (info.declared, info.kind) {
         (true, TypeKind::Class) => t.classes += 1,
@@ -213,8 +214,40 @@ fn count_type(t: &mut NameTotals, info: &TypeInfo) {
     t.methods += info.methods.len();
 }
 
-/// The files whose rows the marks reach (see the module documentation), from the rows.
-fn reached(index: &CodeIndex, dirty: &Dirty) -> Result<BTreeSet<String>, IndexError> {
+/// What the whole-project hierarchy and category map read of a type: whether it is a root
+/// class (a declared class whose superclass is not a declared project type), its
+/// superclass, and the category (or trait, or `extension`) of each extension.
+pub(crate) fn type_of_note(graph: &ProjectGraph, info: &TypeInfo) -> TypeOfNote {
+    let root_class = info.kind == TypeKind::Class
+        && info.declared
+        && info
+            .superclass
+            .as_ref()
+            .is_none_or(|s| !graph.types.get(s).is_some_and(|p| p.declared));
+    TypeOfNote {
+        key: info.name.clone(),
+        root_class,
+        superclass: info.superclass.clone(),
+        categories: info
+            .extensions
+            .iter()
+            .map(|e| {
+                e.category
+                    .clone()
+                    .unwrap_or_else(|| "extension".to_string())
+            })
+            .collect(),
+    }
+}
+
+/// The files whose rows the marks reach (see the module documentation), from the rows,
+/// and the type names whose totals and listed types may differ: the marked ones and those
+/// naming one as a parent, transitively (a root class stops being one when its superclass
+/// becomes a declared project type).
+fn reached(
+    index: &CodeIndex,
+    dirty: &Dirty,
+) -> Result<(BTreeSet<String>, BTreeSet<String>), IndexError> {
     let mut types = dirty.types.clone();
     let mut work: Vec<String> = types.iter().cloned().collect();
     while let Some(name) = work.pop() {
@@ -245,7 +278,7 @@ fn reached(index: &CodeIndex, dirty: &Dirty) -> Result<BTreeSet<String>, IndexEr
     if go {
         files.extend(index.files_in_language(Lang::Go)?);
     }
-    Ok(files)
+    Ok((files, types))
 }
 
 /// What computing one file's row reads besides its summary and its edges.

@@ -51,6 +51,15 @@ pub(super) const MIGRATION_SQL: &str = "create table code_topology_files (
         extensions integer not null,
         methods integer not null
     ) without rowid;
+    create table code_topology_types (
+        name text not null,
+        key text not null,
+        root_class integer not null,
+        superclass text,
+        extensions integer not null,
+        categories text not null
+    );
+    create index code_topology_types_name on code_topology_types(name);
     create index code_callables_owner on code_callables(owner);
     create table code_topology_dirty (
         id integer primary key,
@@ -62,7 +71,8 @@ pub(super) const MIGRATION_SQL: &str = "create table code_topology_files (
 /// Deletes every topology row and marks everything for recomputation.
 pub(super) const DELETE_ALL: &str = "delete from code_topology_files;
     delete from code_topology_deps; delete from code_topology_imports;
-    delete from code_topology_names; delete from code_topology_dirty;
+    delete from code_topology_names; delete from code_topology_types;
+    delete from code_topology_dirty;
     insert into code_topology_dirty (kind, name) values ('all', '');";
 
 const DELETE_FILE: [&str; 3] = [
@@ -398,6 +408,21 @@ pub(crate) struct NameTotals {
     pub protocols: usize,
     pub extensions: usize,
     pub methods: usize,
+    /// The name's root classes and extended types.
+    pub types_of_note: Vec<TypeOfNote>,
+}
+
+/// A merged type the whole-project hierarchy or category map lists: a root class (a
+/// declared class whose superclass is not a declared project type), or a type with
+/// extensions.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TypeOfNote {
+    pub key: String,
+    pub root_class: bool,
+    /// Superclass key (its simple name when it is not a project type).
+    pub superclass: Option<String>,
+    /// Category, trait or `extension` of each extension, in merge order.
+    pub categories: Vec<String>,
 }
 
 /// Replaces the rows of `rows`' files and of `names`' type names (a name without types
@@ -414,7 +439,8 @@ pub(super) fn write(
         // Rows of files gone since are dropped with the rest.
         tx.execute_batch(
             "delete from code_topology_files; delete from code_topology_deps;
-             delete from code_topology_imports; delete from code_topology_names;",
+             delete from code_topology_imports; delete from code_topology_names;
+             delete from code_topology_types;",
         )?;
     }
     write_files(&tx, rows)?;
@@ -422,6 +448,28 @@ pub(super) fn write(
     for n in names {
         tx.prepare_cached("delete from code_topology_names where name = ?1")?
             .execute(params![n.name])?;
+        tx.prepare_cached("delete from code_topology_types where name = ?1")?
+            .execute(params![n.name])?;
+        for t in &n.types_of_note {
+            let categories =
+                serde_json::to_string(&t.categories).map_err(|source| IndexError::Encode {
+                    path: t.key.clone(),
+                    source,
+                })?;
+            tx.prepare_cached(
+                "insert into code_topology_types
+                 (name, key, root_class, superclass, extensions, categories)
+                 values (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?
+            .execute(params![
+                n.name,
+                t.key,
+                t.root_class,
+                t.superclass,
+                to_i64(t.categories.len()),
+                categories
+            ])?;
+        }
         if n.types == 0 {
             continue;
         }
@@ -585,6 +633,69 @@ pub(super) fn read(conn: &Connection) -> Result<StoredTopology, IndexError> {
     Ok(out)
 }
 
+/// How many root classes there are, and the first `limit` in key order.
+pub(super) fn root_classes(
+    conn: &Connection,
+    limit: usize,
+) -> rusqlite::Result<(usize, Vec<TypeOfNote>)> {
+    let total: i64 = conn.query_row(
+        "select count(*) from code_topology_types where root_class",
+        [],
+        |r| r.get(0),
+    )?;
+    let mut stmt = conn.prepare(
+        "select key, superclass from code_topology_types where root_class
+         order by key limit ?1",
+    )?;
+    let rows = stmt.query_map(params![i64::try_from(limit).unwrap_or(i64::MAX)], |r| {
+        Ok(TypeOfNote {
+            key: r.get(0)?,
+            root_class: true,
+            superclass: r.get(1)?,
+            categories: Vec::new(),
+        })
+    })?;
+    Ok((
+        usize::try_from(total).unwrap_or(0),
+        rows.collect::<rusqlite::Result<_>>()?,
+    ))
+}
+
+/// How many types have extensions, and the first `limit`, most extended first (then by
+/// key), as the category map lists them.
+pub(super) fn extended_types(
+    conn: &Connection,
+    limit: usize,
+) -> rusqlite::Result<(usize, Vec<TypeOfNote>)> {
+    let total: i64 = conn.query_row(
+        "select count(*) from code_topology_types where extensions > 0",
+        [],
+        |r| r.get(0),
+    )?;
+    let mut stmt = conn.prepare(
+        "select key, categories from code_topology_types where extensions > 0
+         order by extensions desc, key limit ?1",
+    )?;
+    let rows = stmt.query_map(params![i64::try_from(limit).unwrap_or(i64::MAX)], |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (key, categories) = row?;
+        let categories = serde_json::from_str(&categories).unwrap_or_else(|_| {
+            tracing::warn!(key, "undecodable topology type row");
+            Vec::new()
+        });
+        out.push(TypeOfNote {
+            key,
+            root_class: false,
+            superclass: None,
+            categories,
+        });
+    }
+    Ok((usize::try_from(total).unwrap_or(0), out))
+}
+
 /// Mains in path order, then application delegates in type-key order, as the full graph
 /// lists them.
 fn entry_points(conn: &Connection) -> rusqlite::Result<Vec<EntryPoint>> {
@@ -662,6 +773,24 @@ impl super::CodeIndex {
     /// [`resolvable_by_name`]).
     pub(crate) fn resolvable_by_name(&self, name: &str) -> Result<bool, IndexError> {
         Ok(resolvable_by_name(&self.conn, name, &[])?)
+    }
+
+    /// How many root classes there are, and the first `limit` (current only when no marks
+    /// are pending).
+    pub(crate) fn stored_root_classes(
+        &self,
+        limit: usize,
+    ) -> Result<(usize, Vec<TypeOfNote>), IndexError> {
+        Ok(root_classes(&self.conn, limit)?)
+    }
+
+    /// How many types have extensions, and the first `limit` (current only when no marks
+    /// are pending).
+    pub(crate) fn stored_extended_types(
+        &self,
+        limit: usize,
+    ) -> Result<(usize, Vec<TypeOfNote>), IndexError> {
+        Ok(extended_types(&self.conn, limit)?)
     }
 
     /// Stores recomputed rows and clears the marks `dirty` read.

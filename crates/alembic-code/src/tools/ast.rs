@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use super::{code_tool, given, index_error, non_blank, not_found, similar};
 use crate::focus::Reach;
 use crate::graph::{ProjectGraph, Totals, TypeInfo};
-use crate::service::CodeService;
+use crate::service::{CodeService, RootClasses};
 use crate::summary::TypeKind;
 
 /// Root trees shown without a class name, and descendants per tree.
@@ -264,8 +264,8 @@ fn overview(service: &CodeService, _: NoArgs) -> Result<ToolOutput, ToolError> {
 
 fn hierarchy(service: &CodeService, args: MaybeClassArgs) -> Result<ToolOutput, ToolError> {
     let Some(name) = given(args.class_name.as_deref()) else {
-        let g = service.type_graph().map_err(index_error)?;
-        return Ok(root_trees(&g));
+        let roots = service.root_classes(MAX_ROOTS).map_err(index_error)?;
+        return Ok(root_trees(&roots));
     };
     let g = focused(service, name, Reach::subclasses(Some(DESCENDANT_DEPTH)))?;
     let info = find_focused_type(service, &g, name, "class")?;
@@ -288,21 +288,11 @@ fn hierarchy(service: &CodeService, args: MaybeClassArgs) -> Result<ToolOutput, 
     ))
 }
 
-fn root_trees(g: &ProjectGraph) -> ToolOutput {
-    let roots: Vec<&TypeInfo> = g
-        .types
-        .values()
-        .filter(|t| t.kind == TypeKind::Class && t.declared)
-        .filter(|t| {
-            t.superclass
-                .as_ref()
-                .is_none_or(|s| !g.types.get(s).is_some_and(|p| p.declared))
-        })
-        .collect();
-    let mut text = format!("{} root classes\n", roots.len());
+fn root_trees(r: &RootClasses) -> ToolOutput {
+    let mut text = format!("{} root classes\n", r.total);
     let mut trees = Vec::new();
-    for root in roots.iter().take(MAX_ROOTS) {
-        let desc = g.descendants(&root.name, usize::MAX);
+    for root in &r.roots {
+        let desc = r.graph.descendants(&root.key, usize::MAX);
         let base = root
             .superclass
             .as_ref()
@@ -311,7 +301,7 @@ fn root_trees(g: &ProjectGraph) -> ToolOutput {
         let _ = writeln!(
             text,
             "{}{base}{}",
-            root.name,
+            root.key,
             if desc.is_empty() {
                 String::new()
             } else {
@@ -321,13 +311,13 @@ fn root_trees(g: &ProjectGraph) -> ToolOutput {
         for (n, d) in desc.iter().take(MAX_TREE_CHILDREN) {
             let _ = writeln!(text, "{}└ {n}", "  ".repeat(*d));
         }
-        trees.push(json!({"root": root.name, "superclass": root.superclass, "descendants": desc.iter().map(|(n, d)| json!({"name": n, "depth": d})).collect::<Vec<_>>()}));
+        trees.push(json!({"root": root.key, "superclass": root.superclass, "descendants": desc.iter().map(|(n, d)| json!({"name": n, "depth": d})).collect::<Vec<_>>()}));
     }
-    if roots.len() > MAX_ROOTS {
-        let _ = writeln!(text, "… {} more", roots.len() - MAX_ROOTS);
+    if r.total > MAX_ROOTS {
+        let _ = writeln!(text, "… {} more", r.total - MAX_ROOTS);
     }
     ToolOutput::new(
-        json!({"roots": trees, "totalRoots": roots.len()}),
+        json!({"roots": trees, "totalRoots": r.total}),
         text.trim_end().to_string(),
     )
 }
@@ -526,23 +516,18 @@ fn category_map(service: &CodeService, args: MaybeClassArgs) -> Result<ToolOutpu
             text.trim_end().to_string(),
         ));
     }
-    let g = service.type_graph().map_err(index_error)?;
-    let map = g.category_map();
-    let mut text = format!(
-        "{} types have extensions/categories/impl blocks\n",
-        map.len()
-    );
+    let (total, extended) = service
+        .extended_types(MAX_CATEGORY_CLASSES)
+        .map_err(index_error)?;
+    let mut text = format!("{total} types have extensions/categories/impl blocks\n");
     let mut rows = Vec::new();
-    for (t, exts) in map.iter().take(MAX_CATEGORY_CLASSES) {
-        let names: Vec<&str> = exts
-            .iter()
-            .map(|e| e.category.as_deref().unwrap_or("extension"))
-            .collect();
-        let _ = writeln!(text, "  {} ({}): {}", t.name, exts.len(), names.join(", "));
-        rows.push(json!({"className": t.name, "count": exts.len(), "extensions": names}));
+    for t in &extended {
+        let (count, names) = (t.categories.len(), &t.categories);
+        let _ = writeln!(text, "  {} ({count}): {}", t.key, names.join(", "));
+        rows.push(json!({"className": t.key, "count": count, "extensions": names}));
     }
     Ok(ToolOutput::new(
-        json!({"classes": rows, "total": map.len()}),
+        json!({"classes": rows, "total": total}),
         text.trim_end().to_string(),
     ))
 }

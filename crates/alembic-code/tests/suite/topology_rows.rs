@@ -1,5 +1,5 @@
-//! The module topology, entry points and call-edge totals summed from the index's
-//! per-file topology rows (recomputed where a change's marks reach) equal a fresh full
+//! The module topology, entry points, totals, root classes and extended types summed from
+//! the index's topology rows (recomputed where a change's marks reach) equal a fresh full
 //! build's, after every step of scripted and seeded random edits.
 
 use std::path::Path;
@@ -40,6 +40,8 @@ fn assert_rows_match_full(rows: &Arc<CodeService>, root: &Path, step: &str) -> u
     for (tool, args) in [
         ("get_project_overview", json!({})),
         ("query_code_graph", json!({"action": "topology"})),
+        ("get_class_hierarchy", json!({})),
+        ("get_category_map", json!({})),
     ] {
         let answer = |service: &Arc<CodeService>| {
             let out = run_tool(service, tool, &args).unwrap();
@@ -117,6 +119,25 @@ fn topology_rows_equal_a_full_build_after_scripted_edits() {
         4,
     );
     assert_rows_match_full(&rows, root, "declarations only");
+
+    // A root class stops being one when its superclass gets declared, and is one again
+    // when the declaration goes.
+    write(
+        root,
+        "python/zoo/pets.py",
+        "class Pet(Companion):\n    pass\n",
+        5,
+    );
+    assert_rows_match_full(&rows, root, "a root class");
+    write(
+        root,
+        "python/zoo/companion.py",
+        "class Companion:\n    pass\n",
+        5,
+    );
+    assert_rows_match_full(&rows, root, "its superclass declared");
+    std::fs::remove_file(root.join("python/zoo/companion.py")).unwrap();
+    assert_rows_match_full(&rows, root, "its superclass removed");
 
     // Removals: a Swift extension file, a Go file, the new Python files.
     std::fs::remove_file(root.join("swift/Sources/Shapes/Circle+Extras.swift")).unwrap();
