@@ -19,6 +19,10 @@ use crate::summary::TypeKind;
 
 /// Root trees shown without a class name, and descendants per tree.
 const MAX_ROOTS: usize = 30;
+/// Cycles, modules per cycle and entry points the overview's text lists.
+const MAX_OVERVIEW_LIST: usize = 20;
+/// Modules (largest first) and entry points the overview's data lists.
+const MAX_OVERVIEW_MODULES: usize = 100;
 const MAX_TREE_CHILDREN: usize = 5;
 const MAX_CATEGORY_CLASSES: usize = 30;
 /// Methods above this complexity are tagged in renderings.
@@ -230,19 +234,21 @@ fn overview(service: &CodeService, _: NoArgs) -> Result<ToolOutput, ToolError> {
     }
     let cycles = topology.modules.cycles();
     if !cycles.is_empty() {
+        let shown = cycles.iter().take(MAX_OVERVIEW_LIST).map(|c| {
+            let names: Vec<String> = c.iter().take(MAX_OVERVIEW_LIST).cloned().collect();
+            first_of(&names, c.len(), " ↔ ")
+        });
+        let shown: Vec<String> = shown.collect();
         let _ = writeln!(
             text,
             "dependency cycles: {}",
-            cycles
-                .iter()
-                .map(|c| c.join(" ↔ "))
-                .collect::<Vec<_>>()
-                .join("; ")
+            first_of(&shown, cycles.len(), "; ")
         );
     }
     let entries: Vec<String> = topology
         .entry_points
         .iter()
+        .take(MAX_OVERVIEW_LIST)
         .map(|e| format!("{} ({})", e.file, e.symbol.as_deref().unwrap_or(e.kind)))
         .collect();
     let _ = write!(
@@ -251,13 +257,20 @@ fn overview(service: &CodeService, _: NoArgs) -> Result<ToolOutput, ToolError> {
         if entries.is_empty() {
             "none found".to_string()
         } else {
-            entries.join(", ")
+            first_of(&entries, topology.entry_points.len(), ", ")
         }
     );
-    let modules_json: Vec<Value> = modules.iter().map(|m| json!({"name": m.name, "files": m.files, "types": m.types, "layer": m.layer, "dependencies": m.dependencies})).collect();
+    // A monorepo has thousands of modules: the data lists the largest, like the text.
+    let modules_json: Vec<Value> = modules.iter().take(MAX_OVERVIEW_MODULES).map(|m| json!({"name": m.name, "files": m.files, "types": m.types, "layer": m.layer, "dependencies": m.dependencies})).collect();
+    let entry_points: Vec<_> = topology
+        .entry_points
+        .iter()
+        .take(MAX_OVERVIEW_MODULES)
+        .collect();
     let data = json!({
         "totals": t, "languages": stats.languages, "extensions": stats.extensions, "modules": modules_json,
-        "cycles": cycles, "entryPoints": topology.entry_points, "buildMs": service.graph_build_ms(),
+        "totalModules": modules.len(), "cycles": cycles, "entryPoints": entry_points,
+        "totalEntryPoints": topology.entry_points.len(), "buildMs": service.graph_build_ms(),
     });
     Ok(ToolOutput::new(data, text))
 }
@@ -286,6 +299,15 @@ fn hierarchy(service: &CodeService, args: MaybeClassArgs) -> Result<ToolOutput, 
         json!({"className": info.name, "chain": chain, "subclasses": subclasses, "descendants": descendants}),
         text,
     ))
+}
+
+/// `shown` joined by `sep`, and how many more of `total` there are.
+fn first_of(shown: &[String], total: usize, sep: &str) -> String {
+    let mut out = shown.join(sep);
+    if total > shown.len() {
+        let _ = write!(out, "{sep}… {} more", total - shown.len());
+    }
+    out
 }
 
 fn root_trees(r: &RootClasses) -> ToolOutput {

@@ -279,3 +279,29 @@ fn topology_rows_equal_a_full_build_after_seeded_random_edits() {
         }
     }
 }
+
+/// The overview lists the first 20 entry points (and cycles) in its text and says how many
+/// more there are; its data keeps the totals.
+#[test]
+fn the_overview_lists_the_first_entry_points_and_counts_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..25 {
+        write(
+            dir.path(),
+            &format!("tool{i:02}/src/main.rs"),
+            "fn main() {}\n",
+            1,
+        );
+    }
+    let service = Arc::new(CodeService::new(dir.path()).unwrap());
+    let out = run_tool(&service, "get_project_overview", &json!({})).unwrap();
+    assert!(
+        out.text.contains("tool19/src/main.rs (main), … 5 more"),
+        "{}",
+        out.text
+    );
+    assert!(!out.text.contains("tool20/"), "{}", out.text);
+    assert_eq!(out.data["totalEntryPoints"], json!(25));
+    assert_eq!(out.data["totalModules"], json!(25));
+    assert_eq!(out.data["entryPoints"].as_array().map(Vec::len), Some(25));
+}
