@@ -31,6 +31,7 @@ use rayon::prelude::*;
 use crate::calls::{CallEdge, EdgeKey, file_call_deps, resolve_file};
 use crate::focus_calls::CallFocus;
 use crate::graph::{ProjectGraph, TypeInfo};
+use crate::index::rows::decode;
 use crate::index::topology_rows::{Dirty, NameTotals, TopologyRow, TypeOfNote};
 use crate::index::{CodeIndex, IndexError};
 use crate::language::Lang;
@@ -120,13 +121,11 @@ fn global_rows(
     let context = Context::new(&graph, index);
     let mut rows = Vec::with_capacity(paths.len());
     for chunk in paths.chunks(CHUNK) {
-        let mut summaries = Vec::with_capacity(chunk.len());
-        for path in chunk {
-            summaries.extend(index.summary(path)?);
-        }
-        rows.par_extend(summaries.par_iter().map(|s| {
-            let edges = resolve_file(&graph, s);
-            context.row(s, &edges)
+        let stored = index.summaries_json(chunk)?;
+        rows.par_extend(stored.par_iter().filter_map(|(path, json)| {
+            let s = decode(path, json)?;
+            let edges = resolve_file(&graph, &s);
+            Some(context.row(&s, &edges))
         }));
     }
     let names = match names {

@@ -177,7 +177,7 @@ pub(super) fn touch_file(
 
 /// Decodes a stored summary; an undecodable row reads as missing (it is re-parsed when the
 /// summary format version changes).
-fn decode(path: &str, json: &str) -> Option<FileSummary> {
+pub(crate) fn decode(path: &str, json: &str) -> Option<FileSummary> {
     match serde_json::from_str(json) {
         Ok(s) => Some(s),
         Err(e) => {
@@ -189,11 +189,14 @@ fn decode(path: &str, json: &str) -> Option<FileSummary> {
 
 /// The stored summary of one file.
 pub(super) fn summary(conn: &Connection, path: &str) -> rusqlite::Result<Option<FileSummary>> {
-    let json: Option<String> = conn
-        .prepare_cached("select summary from code_files where path = ?1")?
+    Ok(summary_json(conn, path)?.and_then(|j| decode(path, &j)))
+}
+
+/// The stored summary of one file, undecoded (callers decode many in parallel).
+pub(super) fn summary_json(conn: &Connection, path: &str) -> rusqlite::Result<Option<String>> {
+    conn.prepare_cached("select summary from code_files where path = ?1")?
         .query_row(params![path], |r| r.get(0))
-        .optional()?;
-    Ok(json.and_then(|j| decode(path, &j)))
+        .optional()
 }
 
 /// Every stored summary, in path order.

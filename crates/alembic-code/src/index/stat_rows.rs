@@ -13,6 +13,7 @@
 use std::collections::BTreeMap;
 
 use alembic_store::rusqlite::{self, Connection, params};
+use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
 use crate::language::Lang;
@@ -289,17 +290,17 @@ fn skeletons(conn: &Connection, sql: &str) -> rusqlite::Result<Vec<FileSummary>>
             r.get::<_, String>(2)?,
         ))
     })?;
-    let mut out = Vec::new();
-    for row in rows {
-        let (path, language, json) = row?;
+    let rows: Vec<(String, String, String)> = rows.collect::<rusqlite::Result<_>>()?;
+    // Decoding is most of the cost: in parallel, keeping path order.
+    let decoded = rows.into_par_iter().filter_map(|(path, language, json)| {
         let (Some(language), Ok(types)) = (
             Lang::from_name(&language),
             serde_json::from_str::<Vec<TypeDecl>>(&json),
         ) else {
             tracing::warn!(path, "undecodable type skeleton row");
-            continue;
+            return None;
         };
-        out.push(FileSummary {
+        Some(FileSummary {
             path,
             language,
             line_count: 0,
@@ -308,7 +309,7 @@ fn skeletons(conn: &Connection, sql: &str) -> rusqlite::Result<Vec<FileSummary>>
             functions: Vec::new(),
             calls: Vec::new(),
             has_entry_point: false,
-        });
-    }
-    Ok(out)
+        })
+    });
+    Ok(decoded.collect())
 }

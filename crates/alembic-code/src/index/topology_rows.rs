@@ -760,6 +760,21 @@ impl super::CodeIndex {
         Ok(files_importing(&self.conn, stems)?)
     }
 
+    /// The stored summaries of `paths` as JSON, in order (missing ones left out), for
+    /// decoding in parallel with [`super::rows::decode`].
+    pub(crate) fn summaries_json(
+        &self,
+        paths: &[String],
+    ) -> Result<Vec<(String, String)>, IndexError> {
+        let mut out = Vec::with_capacity(paths.len());
+        for path in paths {
+            if let Some(json) = super::rows::summary_json(&self.conn, path)? {
+                out.push((path.clone(), json));
+            }
+        }
+        Ok(out)
+    }
+
     /// Names of the methods of the types with this simple name.
     pub(crate) fn methods_owned_by(&self, owner: &str) -> Result<Vec<String>, IndexError> {
         let mut stmt = self.conn.prepare_cached(
