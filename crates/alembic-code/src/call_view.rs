@@ -210,13 +210,13 @@ impl<'i> CallView<'i> {
         };
         let k = keyword.to_lowercase();
         let mut names: BTreeSet<String> = index
-            .type_keys()?
+            .type_keys_like(&k)?
             .into_iter()
             .filter(|key| key.to_lowercase().contains(&k))
             .map(|key| simple_name(&key).to_string())
             .collect();
         let mut paths = BTreeSet::new();
-        for (name, owner, path) in index.all_callables()? {
+        for (name, owner, path) in index.callables_like(&k)? {
             if !name.to_lowercase().contains(&k) {
                 continue;
             }

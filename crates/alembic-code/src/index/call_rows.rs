@@ -213,7 +213,40 @@ pub(super) fn all_callables(
     rows.collect()
 }
 
+/// The (callable name, owning type or `None`, path) rows whose name may contain `keyword`
+/// (lowercase) case-insensitively: a superset found in SQL (see
+/// [`super::rows::type_keys_like`]); callers filter exactly.
+pub(super) fn callables_like(
+    conn: &Connection,
+    keyword: &str,
+) -> rusqlite::Result<Vec<(String, Option<String>, String)>> {
+    let mut stmt = conn.prepare(
+        "select name, owner, path from code_callables where name like ?1 escape '\\' or name glob ?2",
+    )?;
+    let rows = stmt.query_map(
+        params![
+            super::rows::like_pattern(keyword),
+            super::rows::NON_ASCII_GLOB
+        ],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )?;
+    rows.collect()
+}
+
 impl super::CodeIndex {
+    /// Callable rows whose name may contain `keyword` (see [`callables_like`]).
+    pub(crate) fn callables_like(
+        &self,
+        keyword: &str,
+    ) -> Result<Vec<(String, Option<String>, String)>, IndexError> {
+        Ok(callables_like(&self.conn, keyword)?)
+    }
+
+    /// Type keys that may contain `keyword` (see [`super::rows::type_keys_like`]).
+    pub(crate) fn type_keys_like(&self, keyword: &str) -> Result<BTreeSet<String>, IndexError> {
+        Ok(super::rows::type_keys_like(&self.conn, keyword)?)
+    }
+
     /// The call site shapes whose callee is written `callee`.
     pub(crate) fn sites_calling(&self, callee: &str) -> Result<Vec<SiteRow>, IndexError> {
         Ok(sites_calling(&self.conn, callee)?)

@@ -261,16 +261,47 @@ pub(super) fn type_keys(conn: &Connection) -> rusqlite::Result<BTreeSet<String>>
     let mut stmt = conn.prepare(
         "select name, scope, max(is_primary) from code_decls group by name, scope order by name",
     )?;
-    let rows = stmt.query_map([], |r| {
-        Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, String>(1)?,
-            r.get::<_, bool>(2)?,
-        ))
-    })?;
+    keys_of(stmt.query([])?)
+}
+
+/// The type keys that may contain `keyword` (lowercase) case-insensitively: a superset,
+/// found in SQL (ASCII case folding, and every name or scope with a non-ASCII character,
+/// which Unicode folding could make match); callers filter exactly.
+pub(super) fn type_keys_like(
+    conn: &Connection,
+    keyword: &str,
+) -> rusqlite::Result<BTreeSet<String>> {
+    let mut stmt = conn.prepare(
+        "select name, scope, max(is_primary) from code_decls where name in (
+             select name from code_decls
+             where name like ?1 escape '\\' or (scope || '::' || name) like ?1 escape '\\'
+                or name glob ?2 or scope glob ?2)
+         group by name, scope order by name",
+    )?;
+    keys_of(stmt.query(params![like_pattern(keyword), NON_ASCII_GLOB])?)
+}
+
+/// A `glob` pattern matching text with a character outside printable ASCII.
+pub(super) const NON_ASCII_GLOB: &str = "*[^ -~]*";
+
+/// A `like` pattern for text containing `keyword` (with `\` escaping `%`, `_` and itself).
+pub(super) fn like_pattern(keyword: &str) -> String {
+    let mut out = String::from("%");
+    for c in keyword.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('%');
+    out
+}
+
+/// Keys from (name, scope, any primary) rows in name order.
+fn keys_of(mut rows: rusqlite::Rows<'_>) -> rusqlite::Result<BTreeSet<String>> {
     let mut scopes: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for row in rows {
-        let (name, scope, primary) = row?;
+    while let Some(r) = rows.next()? {
+        let (name, scope, primary): (String, String, bool) = (r.get(0)?, r.get(1)?, r.get(2)?);
         let list = scopes.entry(name).or_default();
         if primary {
             list.push(scope);

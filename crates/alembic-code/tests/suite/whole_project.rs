@@ -299,3 +299,30 @@ fn non_ascii_identifiers_rank_alike_in_rows_and_memory() {
         assert_eq!(data["results"], reference, "{query}");
     }
 }
+
+/// Code-graph search prefilters in SQL (ASCII case folding, `%` and `_` taken literally,
+/// names with non-ASCII letters always kept) and answers as the full graph does.
+#[test]
+fn code_graph_search_from_rows_matches_the_full_graph_with_special_keywords() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "src/lib.rs",
+        "pub struct Über_Thing;\nimpl Über_Thing { pub fn my_func(&self) {} }\npub fn myXfunc() {}\npub fn percent_100() {}\n",
+        1,
+    );
+    let rows = Arc::new(CodeService::new(dir.path()).unwrap());
+    let full = Arc::new(CodeService::new(dir.path()).unwrap());
+    full.graph().unwrap();
+    for keyword in ["my_f", "über", "ÜBER", "%", "_", "thing", "FUNC"] {
+        let args = json!({"action": "search", "entity_id": keyword});
+        let got = render(&rows, "query_code_graph", &args);
+        assert_eq!(got, render(&full, "query_code_graph", &args), "{keyword}");
+        if keyword == "my_f" {
+            assert!(got.contains("my_func") && !got.contains("myXfunc"), "{got}");
+        }
+        if keyword == "über" {
+            assert!(got.contains("Über_Thing"), "{got}");
+        }
+    }
+}
