@@ -221,15 +221,10 @@ pub(super) fn callables_like(
     keyword: &str,
 ) -> rusqlite::Result<Vec<(String, Option<String>, String)>> {
     let mut stmt = conn.prepare(
-        "select name, owner, path from code_callables where name like ?1 escape '\\' or name glob ?2",
+        "select name, owner, path from code_callables
+         where instr(lower(name), ?1) or length(name) != length(cast(name as blob))",
     )?;
-    let rows = stmt.query_map(
-        params![
-            super::rows::like_pattern(keyword),
-            super::rows::NON_ASCII_GLOB
-        ],
-        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-    )?;
+    let rows = stmt.query_map(params![keyword], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
     rows.collect()
 }
 

@@ -265,8 +265,8 @@ pub(super) fn type_keys(conn: &Connection) -> rusqlite::Result<BTreeSet<String>>
 }
 
 /// The type keys that may contain `keyword` (lowercase) case-insensitively: a superset,
-/// found in SQL (ASCII case folding, and every name or scope with a non-ASCII character,
-/// which Unicode folding could make match); callers filter exactly.
+/// found in SQL (`lower` folds ASCII only, so every name or scope with a non-ASCII
+/// character, which Unicode folding could make match, is kept); callers filter exactly.
 pub(super) fn type_keys_like(
     conn: &Connection,
     keyword: &str,
@@ -274,27 +274,12 @@ pub(super) fn type_keys_like(
     let mut stmt = conn.prepare(
         "select name, scope, max(is_primary) from code_decls where name in (
              select name from code_decls
-             where name like ?1 escape '\\' or (scope || '::' || name) like ?1 escape '\\'
-                or name glob ?2 or scope glob ?2)
+             where instr(lower(scope || '::' || name), ?1)
+                or length(name) != length(cast(name as blob))
+                or length(scope) != length(cast(scope as blob)))
          group by name, scope order by name",
     )?;
-    keys_of(stmt.query(params![like_pattern(keyword), NON_ASCII_GLOB])?)
-}
-
-/// A `glob` pattern matching text with a character outside printable ASCII.
-pub(super) const NON_ASCII_GLOB: &str = "*[^ -~]*";
-
-/// A `like` pattern for text containing `keyword` (with `\` escaping `%`, `_` and itself).
-pub(super) fn like_pattern(keyword: &str) -> String {
-    let mut out = String::from("%");
-    for c in keyword.chars() {
-        if matches!(c, '%' | '_' | '\\') {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out.push('%');
-    out
+    keys_of(stmt.query(params![keyword])?)
 }
 
 /// Keys from (name, scope, any primary) rows in name order.
