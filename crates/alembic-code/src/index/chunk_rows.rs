@@ -11,8 +11,8 @@ use alembic_store::rusqlite::{self, Connection, OptionalExtension, params};
 use super::{CodeIndex, IndexError, rows};
 use crate::language::Lang;
 use crate::semantic::{
-    CodeChunk, CodeEmbedder, MAX_EMBEDDED_CHUNKS, QueryVector, Scores, SemanticSearch, chunk_text,
-    chunks_of, dot, embed_batches, embedding_text, preview, words,
+    CodeChunk, CodeEmbedder, MAX_EMBEDDED_CHUNKS, QueryVector, Scores, SemanticHit, SemanticSearch,
+    chunk_text, chunks_of, dot, embed_batches, embedding_text, preview, words,
 };
 use crate::summary::TypeKind;
 
@@ -166,23 +166,37 @@ impl CodeIndex {
         let embedded = vectors.is_some_and(|v| !v.vectors.is_empty());
         let embed_error = vectors.map_or(&no_error, |v| &v.embed_error);
         let query = QueryVector::new(query, embedded, embedder, embed_error);
+        let (Some(q), Some(vectors)) = (&query.vector, vectors) else {
+            let ranked = lexical_ranked(&self.conn, &words(query.text), top_k, language)?;
+            let hits = self.hits(ranked, top_k)?;
+            return Ok(query.search(hits));
+        };
         let lexical = lexical_matches(&self.conn, &words(query.text))?;
         let max = lexical.iter().map(|(_, raw)| *raw).fold(0.0f64, f64::max);
         let mut scored: HashMap<i64, (Candidate, f64, Option<f32>)> = lexical
             .into_iter()
             .map(|(c, raw)| (c.id, (c, raw, None)))
             .collect();
-        if let (Some(q), Some(vectors)) = (&query.vector, vectors) {
-            for (c, v) in &vectors.vectors {
-                let entry = scored.entry(c.id).or_insert_with(|| (c.clone(), 0.0, None));
-                entry.2 = Some(dot(q, v));
-            }
+        for (c, v) in &vectors.vectors {
+            let entry = scored.entry(c.id).or_insert_with(|| (c.clone(), 0.0, None));
+            entry.2 = Some(dot(q, v));
         }
-        let mut ranked: Vec<(Scores, Candidate)> = scored
+        let ranked: Vec<(Scores, Candidate)> = scored
             .into_values()
             .filter(|(c, _, _)| language.is_none_or(|l| c.language.eq_ignore_ascii_case(l)))
             .filter_map(|(c, raw, cosine)| Some((Scores::blend(raw, max, cosine)?, c)))
             .collect();
+        let hits = self.hits(ranked, top_k)?;
+        Ok(query.search(hits))
+    }
+
+    /// The best `top_k` of `ranked` (by score, then symbol, path and place) as hits with
+    /// their previews.
+    fn hits(
+        &self,
+        mut ranked: Vec<(Scores, Candidate)>,
+        top_k: usize,
+    ) -> Result<Vec<SemanticHit>, IndexError> {
         ranked.sort_by(|(a, x), (b, y)| {
             b.score()
                 .total_cmp(&a.score())
@@ -206,7 +220,7 @@ impl CodeIndex {
             });
             hits.push(scores.hit(chunk, preview));
         }
-        Ok(query.search(hits))
+        Ok(hits)
     }
 
     /// Chunks in the index.
@@ -301,6 +315,57 @@ fn lexical_matches(
         Ok((Candidate::from_row(r)?, r.get::<_, f64>(5)?))
     })?;
     rows.collect()
+}
+
+/// Lexical ranking without vectors: every match's score from FTS5 alone (no join), then the
+/// chunk rows of the best only, a whole group of equal (rounded) scores at a time, until
+/// `top_k` pass the language filter; every chunk left out scores below all of them, so the
+/// best `top_k` are the same as ranking every match.
+fn lexical_ranked(
+    conn: &Connection,
+    query_words: &[String],
+    top_k: usize,
+    language: Option<&str>,
+) -> rusqlite::Result<Vec<(Scores, Candidate)>> {
+    if query_words.is_empty() {
+        return Ok(Vec::new());
+    }
+    let expr: Vec<String> = query_words.iter().map(|w| format!("\"{w}\"")).collect();
+    let mut stmt = conn.prepare_cached(
+        "select w.rowid, -bm25(code_chunk_words) from code_chunk_words w
+         where code_chunk_words match ?1 and exists (select 1 from code_chunks c where c.id = w.rowid)",
+    )?;
+    let matches = stmt.query_map(params![expr.join(" OR ")], |r| {
+        Ok((r.get::<_, i64>(0)?, r.get::<_, f64>(1)?))
+    })?;
+    let matches: Vec<(i64, f64)> = matches.collect::<rusqlite::Result<_>>()?;
+    let max = matches.iter().map(|(_, raw)| *raw).fold(0.0f64, f64::max);
+    let mut scored: Vec<(Scores, i64)> = matches
+        .into_iter()
+        .filter_map(|(id, raw)| Some((Scores::blend(raw, max, None)?, id)))
+        .collect();
+    scored.sort_by(|(a, _), (b, _)| b.score().total_cmp(&a.score()));
+    let mut row = conn
+        .prepare_cached("select id, symbol, language, path, seq from code_chunks where id = ?1")?;
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < scored.len() && out.len() < top_k {
+        let score = scored[start].0.score();
+        let end = scored[start..]
+            .iter()
+            .position(|(s, _)| s.score() != score)
+            .map_or(scored.len(), |n| start + n);
+        for (scores, id) in &scored[start..end] {
+            let c = row.query_row(params![id], Candidate::from_row).optional()?;
+            if let Some(c) =
+                c.filter(|c| language.is_none_or(|l| c.language.eq_ignore_ascii_case(l)))
+            {
+                out.push((*scores, c));
+            }
+        }
+        start = end;
+    }
+    Ok(out)
 }
 
 /// The chunk a hit shows (its text left empty).
