@@ -202,15 +202,7 @@ fn count_type(graph: &ProjectGraph, t: &mut NameTotals, info: &TypeInfo) {
         t.types_of_note.push(note);
     }
     t.types += 1;
-    match (info.declared, info.kind) {
-        (true, TypeKind::Class) => t.classes += 1,
-        (true, TypeKind::Struct | TypeKind::Union) => t.structs += 1,
-        (true, TypeKind::Enum) => t.enums += 1,
-        (true, TypeKind::Protocol) => t.protocols += 1,
-        _ => {}
-    }
-    t.extensions += info.extensions.len();
-    t.methods += info.methods.len();
+    t.totals.add_type(info);
 }
 
 /// What the whole-project hierarchy and category map read of a type: whether it is a root

@@ -129,6 +129,22 @@ pub struct Totals {
     pub resolved_call_edges: usize,
 }
 
+impl Totals {
+    /// Counts one merged type: its kind when the project declares it, its extensions and
+    /// methods.
+    pub(crate) fn add_type(&mut self, info: &TypeInfo) {
+        match (info.declared, info.kind) {
+            (true, TypeKind::Class) => self.classes += 1,
+            (true, TypeKind::Struct | TypeKind::Union) => self.structs += 1,
+            (true, TypeKind::Enum) => self.enums += 1,
+            (true, TypeKind::Protocol) => self.protocols += 1,
+            _ => {}
+        }
+        self.extensions += info.extensions.len();
+        self.methods += info.methods.len();
+    }
+}
+
 /// The whole-project model the ast-graph tools query.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ProjectGraph {

@@ -448,15 +448,7 @@ impl ProjectGraph {
             ..Totals::default()
         };
         for info in self.types.values() {
-            match (info.declared, info.kind) {
-                (true, TypeKind::Class) => t.classes += 1,
-                (true, TypeKind::Struct | TypeKind::Union) => t.structs += 1,
-                (true, TypeKind::Enum) => t.enums += 1,
-                (true, TypeKind::Protocol) => t.protocols += 1,
-                _ => {}
-            }
-            t.extensions += info.extensions.len();
-            t.methods += info.methods.len();
+            t.add_type(info);
         }
         t.functions = self.functions.values().map(Vec::len).sum();
         (t.call_edges, t.resolved_call_edges) = self.calls.per_file_totals();

@@ -402,12 +402,8 @@ pub(crate) struct NameTotals {
     pub name: String,
     /// Type keys of the name.
     pub types: usize,
-    pub classes: usize,
-    pub structs: usize,
-    pub enums: usize,
-    pub protocols: usize,
-    pub extensions: usize,
-    pub methods: usize,
+    /// The type counts (classes, structs, enums, protocols, extensions, methods).
+    pub totals: Totals,
     /// The name's root classes and extended types.
     pub types_of_note: Vec<TypeOfNote>,
 }
@@ -481,12 +477,12 @@ pub(super) fn write(
         .execute(params![
             n.name,
             to_i64(n.types),
-            to_i64(n.classes),
-            to_i64(n.structs),
-            to_i64(n.enums),
-            to_i64(n.protocols),
-            to_i64(n.extensions),
-            to_i64(n.methods)
+            to_i64(n.totals.classes),
+            to_i64(n.totals.structs),
+            to_i64(n.totals.enums),
+            to_i64(n.totals.protocols),
+            to_i64(n.totals.extensions),
+            to_i64(n.totals.methods)
         ])?;
     }
     tx.execute(
