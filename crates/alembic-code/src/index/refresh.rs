@@ -234,11 +234,12 @@ impl CodeIndex {
 /// language, whose entries arrive in random order, and the call rows' name-keyed ones
 /// ([`super::call_rows::DEFERRED_INDEXES`]); path-keyed ones arrive nearly in order
 /// and serve the per-file deletes, so they stay.
-const DEFERRED_INDEXES: [&str; 4] = [
+const DEFERRED_INDEXES: [&str; 5] = [
     "code_decls_name",
     "code_parents_parent",
     "code_files_language",
     "code_callables_owner",
+    "code_file_stats_counts",
 ];
 
 /// Drops [`DEFERRED_INDEXES`] inside `tx` and returns the statements that recreate them

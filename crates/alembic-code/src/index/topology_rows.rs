@@ -20,7 +20,9 @@ use crate::language::Lang;
 use crate::summary::{FileSummary, TypeDecl};
 use crate::topology::{EntryPoint, ModuleDeps, ModuleStats, file_stem};
 
-/// Schema step 5: the rows above; an existing index computes them on its next query.
+/// Schema step 5: the rows above; an existing index computes them on its next query. Also
+/// an index covering the overview's extension and function counts (a scan of
+/// `code_file_stats` reads every type skeleton).
 pub(super) const MIGRATION_SQL: &str = "create table code_topology_files (
         path text primary key,
         module text not null,
@@ -61,6 +63,7 @@ pub(super) const MIGRATION_SQL: &str = "create table code_topology_files (
     );
     create index code_topology_types_name on code_topology_types(name);
     create index code_callables_owner on code_callables(owner);
+    create index code_file_stats_counts on code_file_stats(extension, functions);
     create table code_topology_dirty (
         id integer primary key,
         kind text not null,
