@@ -113,6 +113,9 @@ pub(super) struct Declarations {
     types: BTreeMap<String, Vec<String>>,
     /// Each callable name's owners in the file (`None`: a free function), in order.
     callables: BTreeMap<String, Vec<Option<String>>>,
+    /// The whole summary as JSON without lines: equal before and after a write that changed
+    /// nothing a topology row reads (a comment, moved code).
+    content: String,
 }
 
 impl Declarations {
@@ -133,8 +136,19 @@ impl Declarations {
             language: summary.language.name().to_string(),
             types: type_signatures(&super::stat_rows::skeleton(&summary.types)),
             callables,
+            content: content_signature(summary),
         }
     }
+}
+
+/// A summary as JSON without its lines and line count.
+fn content_signature(summary: &FileSummary) -> String {
+    let mut value = serde_json::to_value(summary).unwrap_or_default();
+    drop_lines(&mut value);
+    if let serde_json::Value::Object(map) = &mut value {
+        map.remove("line_count");
+    }
+    value.to_string()
 }
 
 /// Each type name's declarations as JSON without `line` and `end_line`.
@@ -167,16 +181,20 @@ pub(super) fn declarations(
     conn: &Connection,
     path: &str,
 ) -> rusqlite::Result<Option<Declarations>> {
-    let row: Option<(String, Option<String>)> = conn
+    let row: Option<(String, Option<String>, String)> = conn
         .prepare_cached(
-            "select f.language, s.types from code_files f
+            "select f.language, s.types, f.summary from code_files f
              left join code_file_stats s on s.path = f.path where f.path = ?1",
         )?
-        .query_row(params![path], |r| Ok((r.get(0)?, r.get(1)?)))
+        .query_row(params![path], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
         .optional()?;
-    let Some((language, types)) = row else {
+    let Some((language, types, summary)) = row else {
         return Ok(None);
     };
+    // An undecodable summary compares unequal to any new one.
+    let content = super::rows::decode(path, &summary)
+        .map(|s| content_signature(&s))
+        .unwrap_or_default();
     let types: Vec<TypeDecl> = types
         .and_then(|json| serde_json::from_str(&json).ok())
         .unwrap_or_default();
@@ -191,6 +209,7 @@ pub(super) fn declarations(
         language,
         types: type_signatures(&types),
         callables,
+        content,
     }))
 }
 
@@ -213,6 +232,12 @@ pub(super) fn mark_change(
     if marking == Marking::Skip || (old.is_none() && new_decls.is_none()) {
         return Ok(());
     }
+    // Nothing any row reads changed (lines aside): not even this file's row.
+    if let (Some(old), Some(new)) = (old, &new_decls)
+        && old.content == new.content
+    {
+        return Ok(());
+    }
     mark(conn, "file", path)?;
     if old.is_none() || new_decls.is_none() {
         mark(conn, "stem", file_stem(path))?;
@@ -221,6 +246,7 @@ pub(super) fn mark_change(
         language: String::new(),
         types: BTreeMap::new(),
         callables: BTreeMap::new(),
+        content: String::new(),
     };
     let (old, new_decls) = (old.unwrap_or(&empty), new_decls.as_ref().unwrap_or(&empty));
     // Another language reads the same names another way: everything counts as changed.
@@ -820,5 +846,71 @@ impl super::CodeIndex {
     /// The topology rows summed up (current only when no marks are pending).
     pub(crate) fn stored_topology(&self) -> Result<StoredTopology, IndexError> {
         read(&self.conn)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, SystemTime};
+
+    use super::super::CodeIndex;
+
+    fn write(root: &std::path::Path, text: &str, step: u64) {
+        let path = root.join("src/lib.rs");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        let file = std::fs::File::options().write(true).open(&path).unwrap();
+        file.set_modified(SystemTime::now() + Duration::from_secs(10 + step))
+            .unwrap();
+    }
+
+    /// Kinds of the pending marks.
+    fn marks(index: &CodeIndex) -> Vec<String> {
+        let mut stmt = index
+            .conn
+            .prepare("select kind || ' ' || name from code_topology_dirty order by id")
+            .unwrap();
+        let rows = stmt.query_map([], |r| r.get(0)).unwrap();
+        rows.collect::<Result<_, _>>().unwrap()
+    }
+
+    #[test]
+    fn an_edit_that_changes_no_row_input_leaves_no_mark_and_others_mark_what_they_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let code =
+            "pub struct Pump;\nimpl Pump { pub fn run(&self) { helper(); } }\nfn helper() {}\n";
+        write(root, code, 1);
+        let mut index = CodeIndex::open(root).unwrap();
+        index.refresh(&|_| {}).unwrap();
+        index.topology(300).unwrap();
+        assert_eq!(marks(&index), Vec::<String>::new());
+
+        // A comment and moved lines: nothing a row reads.
+        write(root, &format!("// a comment\n\n{code}// more\n"), 2);
+        index.refresh(&|_| {}).unwrap();
+        assert_eq!(marks(&index), Vec::<String>::new());
+
+        // A new call: the file's own row only.
+        write(
+            root,
+            &code.replace("helper(); }", "helper(); helper2(); }"),
+            3,
+        );
+        index.refresh(&|_| {}).unwrap();
+        assert_eq!(marks(&index), ["file src/lib.rs"]);
+        index.topology(300).unwrap();
+
+        // A new method of a type: the type and the (rare) callable name.
+        write(
+            root,
+            &code.replace("helper(); }", "helper(); }\n pub fn stop(&self) {}"),
+            4,
+        );
+        index.refresh(&|_| {}).unwrap();
+        assert_eq!(
+            marks(&index),
+            ["file src/lib.rs", "type Pump", "callee stop"]
+        );
     }
 }
