@@ -334,20 +334,15 @@ impl CodeService {
     /// [`crate::topology_rows`]; the same answers).
     pub fn module_graph(&self) -> Result<ProjectTopology, IndexError> {
         let mut state = self.lock();
-        refresh_locked(&self.root, &mut state)?;
-        if state.full.is_some() {
-            let g = full_graph_locked(&self.root, &mut state)?;
-            return Ok(ProjectTopology {
+        match topology_locked(&self.root, &mut state)? {
+            TopologyFrom::Full(g) => Ok(ProjectTopology {
                 modules: g.modules.clone(),
                 entry_points: g.entry_points.clone(),
-                call_edges: g.totals.call_edges,
-                resolved_call_edges: g.totals.resolved_call_edges,
                 totals: g.totals.clone(),
                 types: g.types.len(),
-            });
+            }),
+            TopologyFrom::Rows(index) => index.summed_topology(),
         }
-        let focused = state.focused_topology;
-        open_locked(&self.root, &mut state)?.topology(focused)
     }
 
     /// How many root classes the project has (declared classes whose superclass is not a
@@ -356,24 +351,22 @@ impl CodeService {
     /// whole-project graph when it is loaded (the same answers).
     pub(crate) fn root_classes(&self, limit: usize) -> Result<RootClasses, IndexError> {
         let mut state = self.lock();
-        refresh_locked(&self.root, &mut state)?;
-        if state.full.is_some() {
-            let graph = full_graph_locked(&self.root, &mut state)?;
-            let roots: Vec<TypeOfNote> = graph
-                .types
-                .values()
-                .map(|t| crate::topology_rows::type_of_note(&graph, t))
-                .filter(|t| t.root_class)
-                .collect();
-            return Ok(RootClasses {
-                total: roots.len(),
-                roots: roots.into_iter().take(limit).collect(),
-                graph,
-            });
-        }
-        let focused = state.focused_topology;
-        let index = open_locked(&self.root, &mut state)?;
-        crate::topology_rows::refresh(index, focused)?;
+        let index = match topology_locked(&self.root, &mut state)? {
+            TopologyFrom::Full(graph) => {
+                let roots: Vec<TypeOfNote> = graph
+                    .types
+                    .values()
+                    .map(|t| crate::topology_rows::type_of_note(&graph, t))
+                    .filter(|t| t.root_class)
+                    .collect();
+                return Ok(RootClasses {
+                    total: roots.len(),
+                    roots: roots.into_iter().take(limit).collect(),
+                    graph,
+                });
+            }
+            TopologyFrom::Rows(index) => index,
+        };
         let (total, roots) = index.stored_root_classes(limit)?;
         let mut files = BTreeMap::new();
         for root in &roots {
@@ -394,18 +387,15 @@ impl CodeService {
         limit: usize,
     ) -> Result<(usize, Vec<TypeOfNote>), IndexError> {
         let mut state = self.lock();
-        refresh_locked(&self.root, &mut state)?;
-        if state.full.is_some() {
-            let graph = full_graph_locked(&self.root, &mut state)?;
-            let map = graph.category_map();
-            let first = map.iter().take(limit);
-            let notes = first.map(|(t, _)| crate::topology_rows::type_of_note(&graph, t));
-            return Ok((map.len(), notes.collect()));
+        match topology_locked(&self.root, &mut state)? {
+            TopologyFrom::Full(graph) => {
+                let map = graph.category_map();
+                let first = map.iter().take(limit);
+                let notes = first.map(|(t, _)| crate::topology_rows::type_of_note(&graph, t));
+                Ok((map.len(), notes.collect()))
+            }
+            TopologyFrom::Rows(index) => index.stored_extended_types(limit),
         }
-        let focused = state.focused_topology;
-        let index = open_locked(&self.root, &mut state)?;
-        crate::topology_rows::refresh(index, focused)?;
-        index.stored_extended_types(limit)
     }
 
     /// Runs `query` on a [`CallView`] of the current tree: the whole-project graph when it
@@ -457,12 +447,31 @@ pub(crate) struct RootClasses {
 pub struct ProjectTopology {
     pub modules: ModuleGraph,
     pub entry_points: Vec<EntryPoint>,
-    pub call_edges: usize,
-    pub resolved_call_edges: usize,
     /// Whole-project counts (types, methods, functions, files, call edges).
     pub totals: Totals,
     /// Number of type keys.
     pub types: usize,
+}
+
+/// Where topology answers come from.
+enum TopologyFrom<'a> {
+    /// The whole-project graph, already loaded.
+    Full(Arc<ProjectGraph>),
+    /// The index, its topology rows brought up to date.
+    Rows(&'a mut CodeIndex),
+}
+
+/// Refreshes the tree, then picks the loaded whole-project graph, or the index after
+/// applying its pending topology marks.
+fn topology_locked<'a>(root: &Path, state: &'a mut State) -> Result<TopologyFrom<'a>, IndexError> {
+    refresh_locked(root, state)?;
+    if state.full.is_some() {
+        return full_graph_locked(root, state).map(TopologyFrom::Full);
+    }
+    let focused = state.focused_topology;
+    let index = open_locked(root, state)?;
+    crate::topology_rows::refresh(index, focused)?;
+    Ok(TopologyFrom::Rows(index))
 }
 
 /// The index, opened on first use.

@@ -55,12 +55,15 @@ impl CodeIndex {
     /// recomputing those the pending marks reach (see [`refresh`]).
     pub fn topology(&mut self, focused_files: usize) -> Result<ProjectTopology, IndexError> {
         refresh(self, focused_files)?;
+        self.summed_topology()
+    }
+
+    /// The topology the rows sum to as they are (current once the marks are applied).
+    pub(crate) fn summed_topology(&self) -> Result<ProjectTopology, IndexError> {
         let stored = self.stored_topology()?;
         Ok(ProjectTopology {
             modules: ModuleGraph::build(&stored.modules, &[&stored.deps]),
             entry_points: stored.entry_points,
-            call_edges: stored.totals.call_edges,
-            resolved_call_edges: stored.totals.resolved_call_edges,
             totals: stored.totals,
             types: stored.types,
         })

@@ -22,7 +22,7 @@ const MAX_ROOTS: usize = 30;
 /// Cycles, modules per cycle and entry points the overview's text lists.
 const MAX_OVERVIEW_LIST: usize = 20;
 /// Modules (largest first) and entry points the overview's data lists.
-const MAX_OVERVIEW_MODULES: usize = 100;
+const MAX_OVERVIEW_DATA: usize = 100;
 const MAX_TREE_CHILDREN: usize = 5;
 const MAX_CATEGORY_CLASSES: usize = 30;
 /// Methods above this complexity are tagged in renderings.
@@ -261,11 +261,11 @@ fn overview(service: &CodeService, _: NoArgs) -> Result<ToolOutput, ToolError> {
         }
     );
     // A monorepo has thousands of modules: the data lists the largest, like the text.
-    let modules_json: Vec<Value> = modules.iter().take(MAX_OVERVIEW_MODULES).map(|m| json!({"name": m.name, "files": m.files, "types": m.types, "layer": m.layer, "dependencies": m.dependencies})).collect();
+    let modules_json: Vec<Value> = modules.iter().take(MAX_OVERVIEW_DATA).map(|m| json!({"name": m.name, "files": m.files, "types": m.types, "layer": m.layer, "dependencies": m.dependencies})).collect();
     let entry_points: Vec<_> = topology
         .entry_points
         .iter()
-        .take(MAX_OVERVIEW_MODULES)
+        .take(MAX_OVERVIEW_DATA)
         .collect();
     let data = json!({
         "totals": t, "languages": stats.languages, "extensions": stats.extensions, "modules": modules_json,

@@ -302,7 +302,7 @@ fn topology(t: &ProjectTopology) -> ToolOutput {
         layers.len(),
         cycles.len(),
         t.types,
-        t.call_edges
+        t.totals.call_edges
     );
     for (layer, ms) in &layers {
         let _ = writeln!(
@@ -329,7 +329,7 @@ fn topology(t: &ProjectTopology) -> ToolOutput {
             top.join(", ")
         }
     );
-    let data = json!({"modules": modules.len(), "layers": layers, "cycles": cycles, "mostDependedOn": top, "types": t.types, "callEdges": t.call_edges});
+    let data = json!({"modules": modules.len(), "layers": layers, "cycles": cycles, "mostDependedOn": top, "types": t.types, "callEdges": t.totals.call_edges});
     ToolOutput::new(data, text)
 }
 

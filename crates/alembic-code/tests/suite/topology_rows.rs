@@ -18,8 +18,6 @@ fn view(t: &ProjectTopology) -> Value {
     json!({
         "modules": t.modules,
         "entryPoints": t.entry_points,
-        "callEdges": t.call_edges,
-        "resolved": t.resolved_call_edges,
         "totals": t.totals,
         "types": t.types,
     })
