@@ -186,11 +186,18 @@ impl CodeIndex {
         stream(&reader, scan.changed, progress, |item| {
             outcome.write(&tx, item, &mut report)
         })?;
+        log_phase("parse", started);
         progress(Progress::Phase(IndexPhase::Write));
+        if !deferred.is_empty() {
+            // Lets SQLite's sorter use helper threads to build the deferred indexes.
+            tx.execute_batch("pragma threads = 4")?;
+        }
         for sql in &deferred {
             tx.execute_batch(sql)?;
         }
+        log_phase("indexes", started);
         tx.commit()?;
+        log_phase("commit", started);
         if force {
             self.records.clear();
         }
@@ -263,6 +270,11 @@ fn defer_indexes(tx: &Transaction<'_>) -> Result<Vec<String>, IndexError> {
         }
     }
     Ok(recreate)
+}
+
+/// Logs (at debug) how long the refresh has run when `phase` ended.
+fn log_phase(phase: &str, started: Instant) {
+    tracing::debug!(phase, ms = started.elapsed().as_millis(), "index refresh");
 }
 
 /// What the scan found.

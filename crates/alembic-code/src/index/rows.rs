@@ -118,11 +118,20 @@ pub(super) fn write_file(
     marking: Marking,
 ) -> rusqlite::Result<()> {
     let path = summary.path.as_str();
+    // Asked of the database, not the records, which another process may have outdated.
+    // A file new to the index has nothing to look up or delete; that matters on a full
+    // index, where each delete of chunk words flushes FTS5's pending terms into a new
+    // segment.
+    let replaces = conn
+        .prepare_cached("select 1 from code_files where path = ?1")?
+        .exists(params![path])?;
     let old = match marking {
-        Marking::Names => super::topology_rows::declarations(conn, path)?,
-        Marking::Skip => None,
+        Marking::Names if replaces => super::topology_rows::declarations(conn, path)?,
+        Marking::Names | Marking::Skip => None,
     };
-    delete_file(conn, path)?;
+    if replaces {
+        delete_file(conn, path)?;
+    }
     conn.prepare_cached(
         "insert into code_files (path, language, mtime_ns, size, hash, summary)
          values (?1, ?2, ?3, ?4, ?5, ?6)",

@@ -228,10 +228,10 @@ pub(super) fn mark_change(
             conn.prepare_cached(sql)?.execute(params![path])?;
         }
     }
-    let new_decls = new.map(Declarations::of);
-    if marking == Marking::Skip || (old.is_none() && new_decls.is_none()) {
+    if marking == Marking::Skip || (old.is_none() && new.is_none()) {
         return Ok(());
     }
+    let new_decls = new.map(Declarations::of);
     // Nothing any row reads changed (lines aside): not even this file's row.
     if let (Some(old), Some(new)) = (old, &new_decls)
         && old.content == new.content
