@@ -215,11 +215,12 @@ impl Sink for Collect<'_> {
 pub fn search(guard: &PathGuard, req: &SearchRequest) -> Result<SearchResult, SearchError> {
     let compiled = compile(req)?;
     let (files, searched) = scan(guard, req, &compiled);
+    let mut contexts = ContextReader { guard, last: None };
     let results = req
         .patterns
         .iter()
         .enumerate()
-        .map(|(i, pattern)| rank(guard, req, pattern, i, &files))
+        .map(|(i, pattern)| rank(&mut contexts, req, pattern, i, &files))
         .collect();
     Ok(SearchResult {
         results,
@@ -301,7 +302,7 @@ fn wanted(path: &Path, extensions: &[String]) -> bool {
 
 /// Pattern `index`'s result: its best `max_results` hits by score, then path and line.
 fn rank(
-    guard: &PathGuard,
+    contexts: &mut ContextReader<'_>,
     req: &SearchRequest,
     pattern: &str,
     index: usize,
@@ -334,7 +335,7 @@ fn rank(
             file: rel.to_string(),
             line: hit.line,
             code: clip(hit.text.trim()),
-            context: context(guard, rel, hit.line, req.context_lines),
+            context: contexts.context(rel, hit.line, req.context_lines),
             score: 2 - i32::try_from(slot).unwrap_or(4),
         })
         .collect();
@@ -353,30 +354,65 @@ fn clip(text: &str) -> String {
     text.chars().take(MAX_LINE_CHARS).collect::<String>() + "…"
 }
 
-fn context(guard: &PathGuard, rel: &str, line: u64, n: usize) -> String {
-    if n == 0 {
-        return String::new();
+/// Reads the context lines of kept matches, holding the last file read: ranked matches
+/// come grouped by file within each score.
+struct ContextReader<'a> {
+    guard: &'a PathGuard,
+    last: Option<(String, Vec<u8>)>,
+}
+
+impl ContextReader<'_> {
+    /// Lines `line - n ..= line + n` of `rel`, numbered, the match marked with `>`. Only
+    /// those lines are decoded, so a large file costs one read and a scan for newlines.
+    fn context(&mut self, rel: &str, line: u64, n: usize) -> String {
+        if n == 0 {
+            return String::new();
+        }
+        if self.last.as_ref().is_none_or(|(path, _)| path != rel) {
+            let Ok(bytes) = self.guard.read(rel) else {
+                return String::new();
+            };
+            self.last = Some((rel.to_string(), bytes));
+        }
+        let Some((_, bytes)) = &self.last else {
+            return String::new();
+        };
+        let line = usize::try_from(line).unwrap_or(1).max(1);
+        let first = line.saturating_sub(n).max(1);
+        file_lines(from_line(bytes, first))
+            .zip(first..=line + n)
+            .map(|(l, number)| {
+                format!(
+                    "{}{}: {}",
+                    if number == line { ">" } else { " " },
+                    number,
+                    clip(&String::from_utf8_lossy(l))
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
     }
-    let Ok(text) = guard.read(rel) else {
-        return String::new();
-    };
-    let text = String::from_utf8_lossy(&text);
-    let line = usize::try_from(line).unwrap_or(1).max(1);
-    let first = line.saturating_sub(n).max(1);
-    text.lines()
-        .enumerate()
-        .skip(first - 1)
-        .take(line + n + 1 - first)
-        .map(|(i, l)| {
-            format!(
-                "{}{}: {}",
-                if i + 1 == line { ">" } else { " " },
-                i + 1,
-                clip(l)
-            )
+}
+
+/// `bytes` from the start of line `first` (1-based) on; empty past the last line.
+fn from_line(bytes: &[u8], first: usize) -> &[u8] {
+    if first <= 1 {
+        return bytes;
+    }
+    memchr::memchr_iter(b'\n', bytes)
+        .nth(first - 2)
+        .map_or(&[][..], |newline| &bytes[newline + 1..])
+}
+
+/// The lines of a file as [`str::lines`] splits them (a final newline ends the last line
+/// and `\r\n` counts as one), over bytes.
+fn file_lines(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
+    bytes
+        .split_inclusive(|&b| b == b'\n')
+        .map(|l| match l.strip_suffix(b"\n") {
+            Some(l) => l.strip_suffix(b"\r").unwrap_or(l),
+            None => l,
         })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// Usage score of a line for the first match of `m` in it; `None` when it does not match.
@@ -465,6 +501,22 @@ pub fn usage_score(line: &str, start: usize, end: usize) -> i32 {
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
+
+    #[test]
+    fn file_lines_split_as_str_lines_does() {
+        for text in [
+            "", "\n", "a", "a\n", "a\n\n", "a\r\nb", "a\r", "a\rb\r\n", "\r\n\r\n", "x\n\ny",
+        ] {
+            let ours: Vec<&[u8]> = file_lines(text.as_bytes()).collect();
+            let std: Vec<&[u8]> = text.lines().map(str::as_bytes).collect();
+            assert_eq!(ours, std, "{text:?}");
+            for first in 1..=4 {
+                let ours: Vec<&[u8]> = file_lines(from_line(text.as_bytes(), first)).collect();
+                let std: Vec<&[u8]> = text.lines().skip(first - 1).map(str::as_bytes).collect();
+                assert_eq!(ours, std, "{text:?} from line {first}");
+            }
+        }
+    }
 
     #[test]
     fn usage_scores_rank_calls_over_declarations() {
