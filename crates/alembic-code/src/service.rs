@@ -321,28 +321,22 @@ impl CodeService {
         Ok(graph)
     }
 
-    /// File, function, language and extension counts, from the per-file rows.
-    pub fn project_stats(&self) -> Result<crate::index::ProjectStats, IndexError> {
-        let mut state = self.lock();
-        refresh_locked(&self.root, &mut state)?;
-        open_locked(&self.root, &mut state)?.project_stats()
-    }
-
     /// The module topology (modules, layers, cycles), entry points, call-edge counts and
     /// type totals: from the whole-project graph when it is loaded, else summed from the
     /// index's per-file topology rows, recomputing those a change reached first (see
     /// [`crate::topology_rows`]; the same answers).
     pub fn module_graph(&self) -> Result<ProjectTopology, IndexError> {
         let mut state = self.lock();
-        match topology_locked(&self.root, &mut state)? {
-            TopologyFrom::Full(g) => Ok(ProjectTopology {
-                modules: g.modules.clone(),
-                entry_points: g.entry_points.clone(),
-                totals: g.totals.clone(),
-                types: g.types.len(),
-            }),
-            TopologyFrom::Rows(index) => index.summed_topology(),
-        }
+        topology_locked(&self.root, &mut state)?.summed()
+    }
+
+    /// File, function, language and extension counts (from the per-file rows) and
+    /// [`CodeService::module_graph`], of the same tree, walked once.
+    pub fn overview(&self) -> Result<(crate::index::ProjectStats, ProjectTopology), IndexError> {
+        let mut state = self.lock();
+        let topology = topology_locked(&self.root, &mut state)?.summed()?;
+        let stats = open_locked(&self.root, &mut state)?.project_stats()?;
+        Ok((stats, topology))
     }
 
     /// How many root classes the project has (declared classes whose superclass is not a
@@ -459,6 +453,21 @@ enum TopologyFrom<'a> {
     Full(Arc<ProjectGraph>),
     /// The index, its topology rows brought up to date.
     Rows(&'a mut CodeIndex),
+}
+
+impl TopologyFrom<'_> {
+    /// The topology the source holds.
+    fn summed(self) -> Result<ProjectTopology, IndexError> {
+        match self {
+            TopologyFrom::Full(g) => Ok(ProjectTopology {
+                modules: g.modules.clone(),
+                entry_points: g.entry_points.clone(),
+                totals: g.totals.clone(),
+                types: g.types.len(),
+            }),
+            TopologyFrom::Rows(index) => index.summed_topology(),
+        }
+    }
 }
 
 /// Refreshes the tree, then picks the loaded whole-project graph, or the index after

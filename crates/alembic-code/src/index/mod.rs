@@ -297,6 +297,7 @@ impl CodeIndex {
         };
         for f in &found {
             match self.records.get(&f.rel) {
+                None if f.size > self.max_file_bytes => {}
                 None => plan.added.push(f.rel.clone()),
                 Some(r) if r.mtime_ns != f.mtime_ns || r.size != f.size => {
                     plan.changed.push(f.rel.clone())

@@ -68,7 +68,7 @@ impl FileReader<'_> {
             })
         };
         if found.size > self.max_file_bytes {
-            return skip(format!("larger than {} bytes", self.max_file_bytes));
+            return skip(too_large(self.max_file_bytes));
         }
         let bytes = match self.guard.read(&found.rel) {
             Ok(b) => b,
@@ -142,8 +142,14 @@ impl CodeIndex {
             files: scan.files,
             unchanged: scan.unchanged,
             removed: scan.removed.len(),
+            skipped: scan.oversized,
             ..IndexReport::default()
         };
+        if !force && scan.changed.is_empty() && scan.removed.is_empty() {
+            // Nothing to write: no transaction, so a query takes no write lock.
+            report.elapsed_ms = elapsed_ms(started);
+            return Ok((report, IndexChanges::default()));
+        }
         progress(Progress::Phase(IndexPhase::Parse));
         let reader = FileReader {
             guard: &self.guard,
@@ -203,7 +209,7 @@ impl CodeIndex {
         }
         let changes = outcome.apply(&mut self.records);
         report.skipped.sort_by(|a, b| a.path.cmp(&b.path));
-        report.elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        report.elapsed_ms = elapsed_ms(started);
         Ok((report, changes))
     }
 
@@ -218,21 +224,31 @@ impl CodeIndex {
             .cloned()
             .collect();
         let files = found.len();
-        let changed: Vec<FoundFile> = found
-            .into_iter()
-            .filter(|f| {
-                force
-                    || self
-                        .records
-                        .get(&f.rel)
-                        .is_none_or(|r| r.mtime_ns != f.mtime_ns || r.size != f.size)
-            })
-            .collect();
+        let mut oversized = Vec::new();
+        let mut changed = Vec::new();
+        for f in found {
+            let record = if force {
+                None
+            } else {
+                self.records.get(&f.rel)
+            };
+            match record {
+                // Not indexed and still too large: skipped without a read or a write.
+                None if f.size > self.max_file_bytes => oversized.push(SkippedFile {
+                    path: f.rel,
+                    reason: too_large(self.max_file_bytes),
+                }),
+                None => changed.push(f),
+                Some(r) if r.mtime_ns != f.mtime_ns || r.size != f.size => changed.push(f),
+                Some(_) => {}
+            }
+        }
         Scan {
             files,
-            unchanged: files - changed.len(),
+            unchanged: files - changed.len() - oversized.len(),
             changed,
             removed,
+            oversized,
         }
     }
 }
@@ -285,6 +301,17 @@ struct Scan {
     changed: Vec<FoundFile>,
     /// Indexed files that are gone.
     removed: Vec<String>,
+    /// Files over the size limit that the index does not hold.
+    oversized: Vec<SkippedFile>,
+}
+
+/// Why a file over the size limit is skipped.
+fn too_large(max_file_bytes: u64) -> String {
+    format!("larger than {max_file_bytes} bytes")
+}
+
+fn elapsed_ms(started: Instant) -> u64 {
+    u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
 /// Checks `files` in parallel and hands each result to `write` on this thread, stopping

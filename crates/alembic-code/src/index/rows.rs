@@ -64,6 +64,10 @@ pub(super) const MIGRATIONS: &[Migration] = &[
         version: 5,
         sql: super::topology_rows::MIGRATION_SQL,
     },
+    Migration {
+        version: 6,
+        sql: super::topology_rows::SUM_INDEXES_SQL,
+    },
 ];
 
 /// Deletes every row of the index (summaries, declarations, parents, call rows, stats and

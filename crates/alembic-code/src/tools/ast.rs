@@ -190,10 +190,10 @@ fn ambiguous(what: &str, name: &str, candidates: &[&TypeInfo]) -> ToolError {
 }
 
 /// File, function, language and extension counts come from the per-file rows; types,
-/// modules, cycles, entry points and call edges from [`CodeService::module_graph`].
+/// modules, cycles, entry points and call edges from [`CodeService::module_graph`]; both
+/// from one [`CodeService::overview`].
 fn overview(service: &CodeService, _: NoArgs) -> Result<ToolOutput, ToolError> {
-    let stats = service.project_stats().map_err(index_error)?;
-    let topology = service.module_graph().map_err(index_error)?;
+    let (stats, topology) = service.overview().map_err(index_error)?;
     let t = &Totals {
         files: stats.files,
         functions: stats.functions,

@@ -90,6 +90,25 @@ fn oversized_files_are_reported_as_skipped() {
         vec![("big.js".to_string(), "larger than 1000 bytes".to_string())]
     );
     assert_eq!(index.len(), 1);
+    // Still reported, and neither parsed nor counted as unchanged, on the next refresh.
+    let again = index.refresh(&|_| {}).unwrap();
+    assert_eq!(counts(&again), (2, 0, 0, 1, 0));
+    assert_eq!(again.skipped.len(), 1);
+}
+
+#[test]
+fn a_refresh_that_finds_no_change_takes_no_write_lock() {
+    let dir = project("rust");
+    let root = dir.path();
+    let mut index = CodeIndex::open(root).unwrap();
+    index.refresh(&|_| {}).unwrap();
+    // Another process holds the write lock (an `alembic index` in progress): a refresh
+    // that asked for it would fail as busy once the busy timeout ran out.
+    let other = alembic_store::open_project(root).unwrap();
+    other.execute_batch("begin immediate").unwrap();
+    let report = index.refresh(&|_| {}).unwrap();
+    assert_eq!(counts(&report), (2, 0, 0, 2, 0));
+    other.execute_batch("rollback").unwrap();
 }
 
 #[test]

@@ -136,7 +136,7 @@ fn assert_rows_match_full(rows: &Arc<CodeService>, root: &Path) -> (usize, usize
     let full = full_graph(root);
     let types = rows.type_graph().unwrap();
     assert_eq!(type_view(&types), type_view(&full));
-    let stats = rows.project_stats().unwrap();
+    let (stats, _) = rows.overview().unwrap();
     assert_eq!(
         (
             stats.files,
