@@ -1,5 +1,7 @@
 //! The languages the indexer understands and how files map to them.
 
+use std::sync::OnceLock;
+
 use serde::{Deserialize, Serialize};
 
 /// A source language with a tree-sitter grammar in this crate.
@@ -140,6 +142,30 @@ impl Lang {
             Lang::C => tree_sitter_c::LANGUAGE.into(),
             Lang::Cpp => tree_sitter_cpp::LANGUAGE.into(),
         }
+    }
+
+    /// The grammar's node kind names by kind id, as [`tree_sitter::Node::kind`] gives
+    /// them: that call measures and validates a C string each time, and a full index asks
+    /// for the kinds of millions of nodes.
+    pub(crate) fn kind_names(self) -> &'static [&'static str] {
+        static GRAMMARS: OnceLock<Vec<tree_sitter::Language>> = OnceLock::new();
+        static NAMES: OnceLock<Vec<Vec<&'static str>>> = OnceLock::new();
+        let names = NAMES.get_or_init(|| {
+            let grammars = GRAMMARS.get_or_init(|| Lang::ALL.map(Lang::grammar).to_vec());
+            grammars
+                .iter()
+                .map(|g| {
+                    (0..g.node_kind_count())
+                        .map(|id| {
+                            let id = u16::try_from(id).ok();
+                            id.and_then(|id| g.node_kind_for_id(id)).unwrap_or("")
+                        })
+                        .collect()
+                })
+                .collect()
+        });
+        let at = Lang::ALL.iter().position(|l| *l == self).unwrap_or(0);
+        names.get(at).map_or(&[], Vec::as_slice)
     }
 
     /// Names a method uses to refer to its own instance (`self`, `this`).

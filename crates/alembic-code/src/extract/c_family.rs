@@ -8,7 +8,7 @@ use crate::language::Lang;
 use crate::summary::{Property, TypeKind};
 
 pub(super) fn classify(w: &Walker, node: Node) -> Found {
-    match node.kind() {
+    match w.kind(node) {
         "class_specifier" => record(w, node, TypeKind::Class),
         "struct_specifier" => record(w, node, TypeKind::Struct),
         "union_specifier" => record(w, node, TypeKind::Union),
@@ -25,7 +25,7 @@ pub(super) fn classify(w: &Walker, node: Node) -> Found {
 
 /// The C subset, also used for Objective-C files.
 pub(super) fn classify_c(w: &Walker, node: Node) -> Found {
-    match node.kind() {
+    match w.kind(node) {
         "struct_specifier" => record(w, node, TypeKind::Struct),
         "union_specifier" => record(w, node, TypeKind::Union),
         "enum_specifier" => record(w, node, TypeKind::Enum),

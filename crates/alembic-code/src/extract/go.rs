@@ -6,7 +6,7 @@ use super::{Found, RawCall, Walker, last_ident};
 use crate::summary::TypeKind;
 
 pub(super) fn classify(w: &Walker, node: Node) -> Found {
-    match node.kind() {
+    match w.kind(node) {
         "type_spec" => type_spec(w, node),
         "method_declaration" => method(w, node),
         "function_declaration" => {

@@ -6,7 +6,7 @@ use super::{Found, RawCall, Walker, last_ident, qualified_import};
 use crate::summary::TypeKind;
 
 pub(super) fn classify(w: &Walker, node: Node) -> Found {
-    match node.kind() {
+    match w.kind(node) {
         "class_declaration" => class(w, node, TypeKind::Class),
         "record_declaration" => class(w, node, TypeKind::Struct),
         "enum_declaration" => class(w, node, TypeKind::Enum),

@@ -7,7 +7,7 @@ use super::{Found, RawCall, Walker, last_ident};
 use crate::summary::{ImportedName, Method, TypeKind};
 
 pub(super) fn classify(w: &Walker, node: Node) -> Found {
-    match node.kind() {
+    match w.kind(node) {
         "class_declaration" | "abstract_class_declaration" | "class" => class(w, node),
         "interface_declaration" => {
             let name = w.field_text(node, "name").unwrap_or("");

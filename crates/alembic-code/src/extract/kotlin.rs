@@ -7,7 +7,7 @@ use super::{Found, RawCall, Walker, is_type_like, last_ident, qualified_import};
 use crate::summary::TypeKind;
 
 pub(super) fn classify(w: &Walker, node: Node) -> Found {
-    match node.kind() {
+    match w.kind(node) {
         "class_declaration" => class(w, node),
         "object_declaration" => {
             let name = w.field_text(node, "name").unwrap_or("");

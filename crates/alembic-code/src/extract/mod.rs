@@ -153,6 +153,8 @@ struct FunctionScope {
 pub(crate) struct Walker<'s> {
     pub src: &'s str,
     pub lang: Lang,
+    /// [`Lang::kind_names`] of `lang`.
+    kinds: &'static [&'static str],
     out: FileSummary,
     type_stack: Vec<usize>,
     function: Option<FunctionScope>,
@@ -166,6 +168,7 @@ impl<'s> Walker<'s> {
         Walker {
             src,
             lang,
+            kinds: lang.kind_names(),
             out: FileSummary {
                 path: path.to_string(),
                 language: lang,
@@ -211,8 +214,9 @@ impl<'s> Walker<'s> {
         if depth > MAX_DEPTH {
             return;
         }
+        let kind = self.kind(node);
         if let Some(f) = self.function.as_mut()
-            && is_branch(node, self.src)
+            && is_branch(node, kind, self.src)
         {
             f.complexity += 1;
         }
@@ -457,8 +461,8 @@ impl<'s> Walker<'s> {
 }
 
 /// Node kinds that add a path through a function (for the complexity estimate).
-fn is_branch(node: Node, src: &str) -> bool {
-    match node.kind() {
+fn is_branch(node: Node, kind: &str, src: &str) -> bool {
+    match kind {
         "if_statement"
         | "if_expression"
         | "if_let_expression"
@@ -497,9 +501,62 @@ fn is_branch(node: Node, src: &str) -> bool {
             let op = node
                 .child_by_field_name("operator")
                 .and_then(|o| src.get(o.byte_range()));
-            matches!(op, Some("&&" | "||" | "and" | "or"))
-                || node.kind().ends_with("junction_expression")
+            matches!(op, Some("&&" | "||" | "and" | "or")) || kind.ends_with("junction_expression")
         }
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    /// Every source file under `dir`, recursively.
+    fn sources(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                sources(&path, out);
+            } else if Lang::from_path(&path).is_some() {
+                out.push(path);
+            }
+        }
+    }
+
+    #[test]
+    fn kinds_looked_up_by_id_equal_the_node_kinds_in_every_fixture() {
+        let mut files = Vec::new();
+        sources(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures"),
+            &mut files,
+        );
+        let mut langs = std::collections::BTreeSet::new();
+        let mut nodes = 0;
+        for path in files {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let lang = Lang::detect(&path, &text).unwrap();
+            langs.insert(lang);
+            let mut parser = Parser::new();
+            parser.set_language(&lang.grammar()).unwrap();
+            let tree = parser.parse(&text, None).unwrap();
+            let walker = Walker::new("x", lang, &text);
+            let mut cursor = tree.walk();
+            loop {
+                let node = cursor.node();
+                assert_eq!(walker.kind(node), node.kind(), "{}", path.display());
+                nodes += 1;
+                if cursor.goto_first_child() || cursor.goto_next_sibling() {
+                    continue;
+                }
+                while cursor.goto_parent() && !cursor.goto_next_sibling() {}
+                if cursor.node() == tree.root_node() {
+                    break;
+                }
+            }
+        }
+        assert!(langs.len() >= 10, "{langs:?}");
+        assert!(nodes > 3_000, "{nodes}");
     }
 }

@@ -113,6 +113,14 @@ impl<'s> Walker<'s> {
         import
     }
 
+    /// `node.kind()`, looked up by kind id.
+    pub(crate) fn kind<'t>(&self, node: Node<'t>) -> &'t str {
+        match self.kinds.get(usize::from(node.kind_id())) {
+            Some(name) if !name.is_empty() => name,
+            _ => node.kind(),
+        }
+    }
+
     /// True when `node` has a direct child (token or node) whose text is `word`.
     pub(crate) fn has_child_text(&self, node: Node, word: &str) -> bool {
         let mut cursor = node.walk();
@@ -123,7 +131,7 @@ impl<'s> Walker<'s> {
     pub(crate) fn has_modifier(&self, node: Node, kinds: &[&str], word: &str) -> bool {
         let mut cursor = node.walk();
         node.children(&mut cursor)
-            .filter(|c| kinds.contains(&c.kind()))
+            .filter(|c| kinds.contains(&self.kind(*c)))
             .any(|c| {
                 self.text(c)
                     .split(|ch: char| !ch.is_alphanumeric() && ch != '_')
@@ -138,13 +146,13 @@ impl<'s> Walker<'s> {
     ) -> Option<Node<'t>> {
         let mut cursor = node.walk();
         node.named_children(&mut cursor)
-            .find(|c| kinds.contains(&c.kind()))
+            .find(|c| kinds.contains(&self.kind(*c)))
     }
 
     pub(crate) fn children_of_kind<'t>(&self, node: Node<'t>, kinds: &[&str]) -> Vec<Node<'t>> {
         let mut cursor = node.walk();
         node.named_children(&mut cursor)
-            .filter(|c| kinds.contains(&c.kind()))
+            .filter(|c| kinds.contains(&self.kind(*c)))
             .collect()
     }
 }

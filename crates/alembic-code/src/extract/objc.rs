@@ -7,7 +7,7 @@ use super::{Found, RawCall, Walker, c_family, is_type_like, last_ident};
 use crate::summary::TypeKind;
 
 pub(super) fn classify(w: &Walker, node: Node) -> Found {
-    match node.kind() {
+    match w.kind(node) {
         "class_interface" | "class_implementation" => class(w, node),
         "protocol_declaration" => protocol(w, node),
         "method_declaration" | "method_definition" => method(w, node),

@@ -12,7 +12,7 @@ const PROTOCOL_BASES: &[&str] = &["Protocol"];
 const NEUTRAL_BASES: &[&str] = &["object", "ABC", "Generic", "Protocol", "metaclass"];
 
 pub(super) fn classify(w: &Walker, node: Node) -> Found {
-    match node.kind() {
+    match w.kind(node) {
         "class_definition" => class(w, node),
         "function_definition" => function(w, node),
         "assignment" => assignment(w, node),

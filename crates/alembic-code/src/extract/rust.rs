@@ -6,7 +6,7 @@ use super::{Found, RawCall, Walker, is_type_like, last_ident};
 use crate::summary::{ImportedName, TypeKind};
 
 pub(super) fn classify(w: &Walker, node: Node) -> Found {
-    match node.kind() {
+    match w.kind(node) {
         "struct_item" => named_type(w, node, TypeKind::Struct),
         "enum_item" => named_type(w, node, TypeKind::Enum),
         "union_item" => named_type(w, node, TypeKind::Union),
@@ -210,10 +210,10 @@ fn token_tree_calls(w: &Walker, tree: Node) -> Found {
             let [recv, dot, name, args] = win else {
                 return None;
             };
-            let is_call = matches!(recv.kind(), "identifier" | "self")
+            let is_call = matches!(w.kind(*recv), "identifier" | "self")
                 && w.text(*dot) == "."
-                && name.kind() == "identifier"
-                && args.kind() == "token_tree"
+                && w.kind(*name) == "identifier"
+                && w.kind(*args) == "token_tree"
                 && w.text(*args).starts_with('(');
             is_call.then(|| RawCall::on(w.text(*recv), w.text(*name)))
         })

@@ -27,7 +27,7 @@ const WELL_KNOWN_PROTOCOLS: &[&str] = &[
 ];
 
 pub(super) fn classify(w: &Walker, node: Node) -> Found {
-    match node.kind() {
+    match w.kind(node) {
         "class_declaration" => type_declaration(w, node),
         "protocol_declaration" => {
             let name = w.field_text(node, "name").unwrap_or("");

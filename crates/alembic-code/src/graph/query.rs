@@ -101,12 +101,32 @@ impl ProjectGraph {
 
     /// Finds `method` on `type_name` or the closest ancestor (superclass chain first,
     /// then protocols/traits/embedded types). Returns the defining type.
+    ///
+    /// Visits the types in [`ProjectGraph::ancestry`]'s order (with conformances), but
+    /// stops at the first that defines `method` and copies no name: resolving every call
+    /// site of a project asks this for each receiver type.
     pub fn lookup_method(&self, type_name: &str, method: &str) -> Option<(&TypeInfo, &MethodInfo)> {
-        for t in self.ancestry(type_name, true) {
-            if let Some(info) = self.types.get(&t)
-                && let Some(m) = info.methods.iter().find(|m| m.name == method)
-            {
-                return Some((info, m));
+        let defined = |t: &str| {
+            let info = self.types.get(t)?;
+            let m = info.methods.iter().find(|m| m.name == method)?;
+            Some((info, m))
+        };
+        if let Some(found) = defined(type_name) {
+            return Some(found);
+        }
+        let mut seen: HashSet<&str> = HashSet::from([type_name]);
+        let mut queue: VecDeque<&str> = VecDeque::from([type_name]);
+        while let Some(t) = queue.pop_front() {
+            let Some(info) = self.types.get(t) else {
+                continue;
+            };
+            for next in info.superclass.iter().chain(&info.conformances) {
+                if seen.insert(next) {
+                    if let Some(found) = defined(next) {
+                        return Some(found);
+                    }
+                    queue.push_back(next);
+                }
             }
         }
         None

@@ -1,7 +1,7 @@
 //! Incremental maintenance of the [`ProjectGraph`]: forgetting and learning files,
 //! rebuilding the types a change reaches, relations and totals.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use super::{FunctionInfo, ProjectGraph, Summaries, Totals, TypeInfo, function_key, method_key};
 use crate::language::Lang;
@@ -214,8 +214,15 @@ impl ProjectGraph {
     /// subclasses and conformers.
     fn rebuild_types(&mut self, all: &Summaries, names: &BTreeSet<String>) {
         let mut rebuilt = Vec::new();
+        // Many names (a build): one pass over every file instead of one scan of each
+        // declaring file's types per name, which is quadratic in files declaring
+        // thousands of types (generated bindings).
+        let mut grouped = (names.len() > all.len()).then(|| self.declarations_by_name(all));
         for name in names {
-            let decls = self.declarations_of(all, name);
+            let decls = match grouped.as_mut() {
+                Some(by_name) => by_name.remove(name.as_str()).unwrap_or_default(),
+                None => self.declarations_of(all, name),
+            };
             let infos = crate::merge::merge_named(name, &decls);
             let keys: Vec<String> = infos.iter().map(|t| t.name.clone()).collect();
             for info in infos {
@@ -277,6 +284,23 @@ impl ProjectGraph {
                     .map(move |t| (f, t))
             })
             .collect()
+    }
+
+    /// [`Self::declarations_of`] for every name at once.
+    fn declarations_by_name<'a>(
+        &self,
+        all: &Summaries<'a>,
+    ) -> HashMap<&'a str, Vec<(&'a FileSummary, &'a TypeDecl)>> {
+        let mut by_name: HashMap<&'a str, Vec<(&'a FileSummary, &'a TypeDecl)>> = HashMap::new();
+        for (&path, &f) in all {
+            for t in &f.types {
+                let listed = self.refs.decl_files.get(&t.name);
+                if listed.is_some_and(|files| files.contains(path)) {
+                    by_name.entry(t.name.as_str()).or_default().push((f, t));
+                }
+            }
+        }
+        by_name
     }
 
     fn learn_methods(&mut self, key: &str) {

@@ -369,3 +369,49 @@ fn cpp() {
     );
     assert_eq!(layers(&g), strings(&["0: src",]));
 }
+
+/// `lookup_method` stops early and copies no names; it must still pick the first type of
+/// `ancestry` (with conformances) that defines the method, for every type and name.
+#[test]
+fn method_lookup_follows_the_ancestry_order_in_every_fixture() {
+    let mut checked = 0;
+    for language in [
+        "c",
+        "cpp",
+        "go",
+        "java",
+        "javascript",
+        "kotlin",
+        "objc",
+        "python",
+        "rust",
+        "swift",
+        "typescript",
+        "aliases",
+    ] {
+        let g = graph_of(language);
+        let names: std::collections::BTreeSet<&str> = g
+            .types
+            .values()
+            .flat_map(|t| t.methods.iter().map(|m| m.name.as_str()))
+            .chain(["missing"])
+            .collect();
+        for key in g.types.keys().map(String::as_str).chain(["Unknown"]) {
+            for name in &names {
+                let expected = g.ancestry(key, true).into_iter().find_map(|t| {
+                    let info = g.types.get(&t)?;
+                    info.methods
+                        .iter()
+                        .find(|m| m.name == *name)
+                        .map(|m| (info.name.clone(), m.name.clone()))
+                });
+                let found = g
+                    .lookup_method(key, name)
+                    .map(|(t, m)| (t.name.clone(), m.name.clone()));
+                assert_eq!(found, expected, "{language}: {key}.{name}");
+                checked += usize::from(found.is_some());
+            }
+        }
+    }
+    assert!(checked > 100, "only {checked} lookups found a method");
+}
