@@ -124,9 +124,9 @@ fn global_rows(
     let context = Context::new(&graph, index);
     let mut rows = Vec::with_capacity(paths.len());
     for chunk in paths.chunks(CHUNK) {
-        let stored = index.summaries_json(chunk)?;
-        rows.par_extend(stored.par_iter().filter_map(|(path, json)| {
-            let s = decode(path, json)?;
+        let stored = index.stored_summaries(chunk)?;
+        rows.par_extend(stored.par_iter().filter_map(|(path, stored)| {
+            let s = decode(path, stored)?;
             let edges = resolve_file(&graph, &s);
             Some(context.row(&s, &edges))
         }));

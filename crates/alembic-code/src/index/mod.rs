@@ -40,8 +40,9 @@ pub const COMPONENT: &str = "code";
 /// Version 2 added the declaration and parent rows ([`rows`]); version 3 resolves import
 /// aliases and qualified names of parents (the rows hold de-aliased simple names); version 4
 /// added the call rows ([`call_rows`]) or the stats and chunk rows whole-project queries read
-/// ([`stat_rows`]), which were built side by side; version 5 has both.
-pub const SUMMARY_VERSION: &str = "5";
+/// ([`stat_rows`]), which were built side by side; version 5 has both; version 6 stores the
+/// summaries compressed ([`rows::encode`]).
+pub const SUMMARY_VERSION: &str = "6";
 
 /// Files larger than this are not parsed (generated code, bundles, data) unless the
 /// project's `[index] max_file_bytes` says otherwise.

@@ -35,7 +35,8 @@ enum Checked {
         found: FoundFile,
         hash: String,
         summary: FileSummary,
-        json: String,
+        /// The summary as [`rows::encode`] stores it.
+        stored: Vec<u8>,
         stats: Box<FileStats>,
     },
     /// Left out; `was_indexed` when the index held it before (a removal).
@@ -87,7 +88,7 @@ impl FileReader<'_> {
             Ok(s) => s,
             Err(e) => return skip(e.to_string()),
         };
-        let json = serde_json::to_string(&summary).map_err(|source| IndexError::Encode {
+        let stored = rows::encode(&summary).map_err(|source| IndexError::Encode {
             path: found.rel.clone(),
             source,
         })?;
@@ -99,7 +100,7 @@ impl FileReader<'_> {
             found,
             hash,
             summary,
-            json,
+            stored,
             stats: Box::new(stats),
         })
     }
@@ -375,14 +376,14 @@ impl Outcome {
                 found,
                 hash,
                 summary,
-                json,
+                stored,
                 stats,
             } => {
                 let row = FileRow {
                     mtime_ns: found.mtime_ns,
                     size: found.size,
                     hash: &hash,
-                    json: &json,
+                    summary: &stored,
                     stats: &stats,
                 };
                 rows::write_file(tx, &summary, &row, self.marking)?;

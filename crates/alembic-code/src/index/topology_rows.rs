@@ -188,7 +188,7 @@ pub(super) fn declarations(
     conn: &Connection,
     path: &str,
 ) -> rusqlite::Result<Option<Declarations>> {
-    let row: Option<(String, Option<String>, String)> = conn
+    let row: Option<(String, Option<String>, Vec<u8>)> = conn
         .prepare_cached(
             "select f.language, s.types, f.summary from code_files f
              left join code_file_stats s on s.path = f.path where f.path = ?1",
@@ -795,14 +795,14 @@ impl super::CodeIndex {
 
     /// The stored summaries of `paths` as JSON, in order (missing ones left out), for
     /// decoding in parallel with [`super::rows::decode`].
-    pub(crate) fn summaries_json(
+    pub(crate) fn stored_summaries(
         &self,
         paths: &[String],
-    ) -> Result<Vec<(String, String)>, IndexError> {
+    ) -> Result<Vec<(String, Vec<u8>)>, IndexError> {
         let mut out = Vec::with_capacity(paths.len());
         for path in paths {
-            if let Some(json) = super::rows::summary_json(&self.conn, path)? {
-                out.push((path.clone(), json));
+            if let Some(stored) = super::rows::stored_summary(&self.conn, path)? {
+                out.push((path.clone(), stored));
             }
         }
         Ok(out)

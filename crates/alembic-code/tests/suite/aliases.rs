@@ -426,8 +426,9 @@ fn imports_record_the_names_they_bind() {
     }
 }
 
-/// An index written before aliases were resolved (summary format 2, parent rows holding
-/// the alias) is re-parsed when opened, so it cannot answer with the alias.
+/// An index written before aliases were resolved (summary format 2: parent rows holding
+/// the alias, summaries stored as plain JSON text) is re-parsed when opened, so it cannot
+/// answer with the alias.
 #[test]
 fn an_index_from_the_previous_format_is_reparsed() {
     let dir = project("aliases");
@@ -438,7 +439,7 @@ fn an_index_from_the_previous_format_is_reparsed() {
         "update code_index_meta set value = '2' where key = 'summary_version';
          update code_parents set parent = 'SansioBlueprint'
           where child = 'Blueprint' and path = 'python/flask/blueprints.py';
-         update code_files set summary = replace(summary, '\"superclass\":\"Blueprint\"', '\"superclass\":\"SansioBlueprint\"')
+         update code_files set summary = '{\"superclass\":\"SansioBlueprint\"}'
           where path = 'python/flask/blueprints.py';",
     )
     .unwrap();
