@@ -28,7 +28,7 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use crate::calls::{CallEdge, EdgeKey, file_call_deps, resolve_file};
+use crate::calls::{CallEdge, EdgeKey, FileResolver, file_call_deps};
 use crate::focus_calls::CallFocus;
 use crate::graph::{ProjectGraph, TypeInfo};
 use crate::index::rows::decode;
@@ -125,11 +125,14 @@ fn global_rows(
     let mut rows = Vec::with_capacity(paths.len());
     for chunk in paths.chunks(CHUNK) {
         let stored = index.stored_summaries(chunk)?;
-        rows.par_extend(stored.par_iter().filter_map(|(path, stored)| {
-            let s = decode(path, stored)?;
-            let edges = resolve_file(&graph, &s);
-            Some(context.row(&s, &edges))
-        }));
+        let chunk_rows = stored.par_iter().map_init(
+            || FileResolver::new(&graph),
+            |resolver, (path, stored)| {
+                let s = decode(path, stored)?;
+                Some(context.row(&s, &resolver.resolve(&s)))
+            },
+        );
+        rows.par_extend(chunk_rows.flatten());
     }
     let names = match names {
         Some(names) => name_totals(&graph, names.iter()),

@@ -401,12 +401,28 @@ pub(crate) fn file_call_deps<'e>(
     pairs
 }
 
-/// One file's call sites resolved in `graph` and merged by (caller, callee) within the
-/// file: the edges [`CallIndex`] keeps per file.
-pub(crate) fn resolve_file(graph: &ProjectGraph, file: &FileSummary) -> HashMap<EdgeKey, CallEdge> {
-    let names = MethodNames {
-        keys: &graph.refs.method_names,
-        crowded: None,
-    };
-    file_edges(&mut Lookups::new(graph), &names, file)
+/// Resolves the call sites of many files in one graph, keeping the method look-ups of the
+/// files before (they depend on the graph alone): a whole project repeats most receiver
+/// types and method names from file to file.
+pub(crate) struct FileResolver<'g> {
+    lookups: Lookups<'g>,
+    names: MethodNames<'g>,
+}
+
+impl<'g> FileResolver<'g> {
+    pub(crate) fn new(graph: &'g ProjectGraph) -> FileResolver<'g> {
+        FileResolver {
+            lookups: Lookups::new(graph),
+            names: MethodNames {
+                keys: &graph.refs.method_names,
+                crowded: None,
+            },
+        }
+    }
+
+    /// One file's call sites resolved and merged by (caller, callee) within the file: the
+    /// edges [`CallIndex`] keeps per file.
+    pub(crate) fn resolve(&mut self, file: &FileSummary) -> HashMap<EdgeKey, CallEdge> {
+        file_edges(&mut self.lookups, &self.names, file)
+    }
 }

@@ -106,7 +106,16 @@ impl ProjectGraph {
     /// stops at the first that defines `method` and copies no name: resolving every call
     /// site of a project asks this for each receiver type.
     pub fn lookup_method(&self, type_name: &str, method: &str) -> Option<(&TypeInfo, &MethodInfo)> {
+        // The keys of the types defining `method`, in type-key order (see `learn_methods`):
+        // no type defines it, nothing to walk; else a binary search rules out the types
+        // that do not, instead of a scan of each one's methods.
+        let definers = self.refs.method_names.get(method)?;
         let defined = |t: &str| {
+            let listed = definers
+                .binary_search_by(|k| k.rsplit_once('.').map_or(k.as_str(), |(o, _)| o).cmp(t));
+            if listed.is_err() && !method.contains('.') {
+                return None;
+            }
             let info = self.types.get(t)?;
             let m = info.methods.iter().find(|m| m.name == method)?;
             Some((info, m))
