@@ -77,6 +77,11 @@ pub(crate) fn load_around(
     files: &mut BTreeMap<String, FileSummary>,
 ) -> Result<(), IndexError> {
     let root = simple_name(name).to_string();
+    // No declaration of the name, no type of that name: the project's types that name it
+    // as a parent (every `impl Debug`, say) would be read for nothing.
+    if index.files_declaring(&root)?.is_empty() {
+        return Ok(());
+    }
     let mut names: BTreeSet<String> = BTreeSet::from([root.clone()]);
     descend(index, &root, reach, &mut names)?;
     let mut work: Vec<String> = names.iter().cloned().collect();

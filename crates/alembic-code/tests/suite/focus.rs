@@ -169,6 +169,29 @@ fn a_focused_type_query_reads_only_the_files_it_needs() {
     assert!(focused.types.len() * 4 < full.types.len());
 }
 
+/// A parent the project does not declare (a library trait many types implement) loads
+/// nothing: there is no type of that name to answer about.
+#[test]
+fn a_query_about_an_undeclared_parent_reads_no_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    for (file, ty) in [("a.rs", "A"), ("b.rs", "B")] {
+        let code = format!(
+            "pub struct {ty};\nimpl std::fmt::Display for {ty} {{\n    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {{ Ok(()) }}\n}}\n"
+        );
+        write(root, file, &code, 1);
+    }
+    let service = CodeService::new(root).unwrap();
+    // Types of every file read would be in the graph.
+    let around = service.graph_around("Display", Reach::all()).unwrap();
+    assert_eq!(around.types.len(), 0);
+    let declared = service.graph_around("A", Reach::all()).unwrap();
+    assert_eq!(declared.types.keys().collect::<Vec<_>>(), ["A"]);
+    let full = full_graph(root);
+    assert!(full.types_named("Display").is_empty());
+    assert_eq!(full.types.len(), 2);
+}
+
 /// The type tools answer the same, errors and suggestions included, whether the service
 /// builds focused graphs (fresh) or already holds the full graph.
 #[test]
