@@ -98,7 +98,12 @@ async fn requests_without_a_valid_token_get_401_with_a_bearer_challenge() {
         "{message}"
     );
 
-    let forged = format!("{}0", &alice.secret[..alice.secret.len() - 1]);
+    // The secret with its last character changed (a secret that already ended in `0` was
+    // "forged" into itself: the flake that served this request with 200).
+    let last = alice.secret.chars().last().unwrap();
+    let other = if last == '0' { '1' } else { '0' };
+    let forged = format!("{}{other}", &alice.secret[..alice.secret.len() - 1]);
+    assert_ne!(forged, alice.secret);
     let (status, message, headers) =
         error_of(client(&fixture, Some(&forged)).send(&init_body()).await).await;
     assert_eq!((status, message.as_str()), (401, "unknown token"));
