@@ -4,6 +4,7 @@
 use pretty_assertions::assert_eq;
 
 use super::fixtures::{graph_of, hierarchy, layers, methods, overrides, resolved_calls};
+use super::incremental::LANGUAGES;
 
 fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| s.to_string()).collect()
@@ -375,20 +376,7 @@ fn cpp() {
 #[test]
 fn method_lookup_follows_the_ancestry_order_in_every_fixture() {
     let mut checked = 0;
-    for language in [
-        "c",
-        "cpp",
-        "go",
-        "java",
-        "javascript",
-        "kotlin",
-        "objc",
-        "python",
-        "rust",
-        "swift",
-        "typescript",
-        "aliases",
-    ] {
+    for language in LANGUAGES.into_iter().chain(["aliases"]) {
         let g = graph_of(language);
         let names: std::collections::BTreeSet<&str> = g
             .types

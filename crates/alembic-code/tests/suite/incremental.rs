@@ -11,7 +11,8 @@ use serde_json::json;
 use super::direct::run_tool;
 use super::fixtures::{copy_dir, fixture_dir};
 
-const LANGUAGES: [&str; 11] = [
+/// The fixture projects of one language each.
+pub(super) const LANGUAGES: [&str; 11] = [
     "c",
     "cpp",
     "go",
