@@ -201,33 +201,28 @@ pub(super) fn encode(summary: &FileSummary) -> serde_json::Result<Vec<u8>> {
 /// Decodes a stored summary; an undecodable row reads as missing (it is re-parsed when the
 /// summary format version changes).
 pub(crate) fn decode(path: &str, stored: &[u8]) -> Option<FileSummary> {
-    let json = match decompress(stored) {
-        Ok(json) => json,
-        Err(e) => {
-            tracing::warn!(path, error = %e, "undecodable code summary row");
-            return None;
-        }
-    };
-    match serde_json::from_slice(&json) {
+    let decoded = decompress(stored)
+        .and_then(|json| serde_json::from_slice(&json).map_err(|e| e.to_string()));
+    match decoded {
         Ok(s) => Some(s),
-        Err(e) => {
-            tracing::warn!(path, error = %e, "undecodable code summary row");
+        Err(error) => {
+            tracing::warn!(path, error, "undecodable code summary row");
             None
         }
     }
 }
 
-/// LZ4 expands at most 255-fold, so a length prefix beyond that is damage, not a size to
-/// allocate.
-fn decompress(stored: &[u8]) -> Result<Vec<u8>, lz4_flex::block::DecompressError> {
-    let (size, body) = lz4_flex::block::uncompressed_size(stored)?;
+/// The JSON of a stored summary. LZ4 expands at most 255-fold, so a length prefix beyond
+/// that is damage, not a size to allocate.
+fn decompress(stored: &[u8]) -> Result<Vec<u8>, String> {
+    let (size, body) = lz4_flex::block::uncompressed_size(stored).map_err(|e| e.to_string())?;
     if size > body.len().saturating_mul(255) {
-        return Err(lz4_flex::block::DecompressError::OutputTooSmall {
-            expected: size,
-            actual: body.len().saturating_mul(255),
-        });
+        return Err(format!(
+            "length prefix {size} exceeds what {} compressed bytes can hold",
+            body.len()
+        ));
     }
-    lz4_flex::decompress(body, size)
+    lz4_flex::decompress(body, size).map_err(|e| e.to_string())
 }
 
 /// The stored summary of one file.
