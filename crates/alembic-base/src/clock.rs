@@ -28,6 +28,11 @@ pub trait Clock: Send + Sync + std::fmt::Debug {
     }
 }
 
+/// `duration` in whole milliseconds, saturating (durations in reports and logs).
+pub fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
 /// `time` in milliseconds since the Unix epoch: negative before it, saturating at the ends.
 pub fn unix_ms(time: SystemTime) -> i64 {
     match time.duration_since(UNIX_EPOCH) {

@@ -20,5 +20,5 @@
 mod clock;
 mod lock;
 
-pub use clock::{Clock, DAY_MS, ManualClock, Sleep, SystemClock, unix_ms};
+pub use clock::{Clock, DAY_MS, ManualClock, Sleep, SystemClock, millis, unix_ms};
 pub use lock::{lock, read, write};

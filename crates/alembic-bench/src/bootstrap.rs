@@ -155,7 +155,7 @@ pub fn measure(alembic: &Path, project: &Path, tree: &str, source_files: usize) 
         peak = peak.max(vm_hwm_kb(child.id()).unwrap_or(0));
         std::thread::sleep(Duration::from_millis(10));
     };
-    let wall_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let wall_ms = alembic_base::millis(started.elapsed());
     let mut out = String::new();
     if let Some(mut s) = child.stdout.take() {
         s.read_to_string(&mut out)?;

@@ -194,7 +194,7 @@ impl Bootstrap {
             candidates: run.report_candidates,
             memories: run.memories,
             llm: analyser.uses_llm(),
-            elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            elapsed_ms: alembic_base::millis(started.elapsed()),
         })
     }
 

@@ -587,7 +587,7 @@ fn update_full_graph(
             let paths: Vec<&str> = pending.iter().map(String::as_str).collect();
             // Copies the graph only if a tool still holds the previous version.
             Arc::make_mut(&mut full.graph).update(&all, &paths, &previous);
-            state.graph_build_ms = elapsed_ms(started);
+            state.graph_build_ms = alembic_base::millis(started.elapsed());
         }
         return Ok(Arc::clone(&full.graph));
     }
@@ -597,14 +597,10 @@ fn update_full_graph(
         .map(|s| (s.path.clone(), s))
         .collect();
     let graph = Arc::new(ProjectGraph::build(summaries.values()));
-    state.graph_build_ms = elapsed_ms(started);
+    state.graph_build_ms = alembic_base::millis(started.elapsed());
     state.full = Some(FullGraph {
         graph: Arc::clone(&graph),
         summaries,
     });
     Ok(graph)
-}
-
-fn elapsed_ms(started: Instant) -> u64 {
-    u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
 }

@@ -106,7 +106,7 @@ pub(crate) fn refresh(index: &mut CodeIndex, focused_files: usize) -> Result<(),
         files = rows.len(),
         all = dirty.all,
         focused,
-        ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        ms = alembic_base::millis(started.elapsed()),
         "topology rows recomputed"
     );
     Ok(())

@@ -147,8 +147,7 @@ impl TemporaryToolRegistry {
         ttl: Option<Duration>,
     ) -> Result<TemporaryToolInfo, ForgeError> {
         let now = self.now_ms();
-        let expires =
-            ttl.map(|t| now.saturating_add(u64::try_from(t.as_millis()).unwrap_or(u64::MAX)));
+        let expires = ttl.map(|t| now.saturating_add(alembic_base::millis(t)));
         self.register_until(definition, mode, expires)
     }
 
@@ -196,7 +195,7 @@ impl TemporaryToolRegistry {
             .get_mut(name)
             .ok_or_else(|| ForgeError::UnknownTool { name: name.into() })?;
         if let Some(expires) = entry.expires_at_ms.as_mut() {
-            *expires = expires.saturating_add(u64::try_from(extra.as_millis()).unwrap_or(u64::MAX));
+            *expires = expires.saturating_add(alembic_base::millis(extra));
         }
         Ok(entry.clone())
     }

@@ -61,7 +61,7 @@ impl RetryPolicy {
     }
 
     fn random_jitter(&self) -> Duration {
-        let max_ms = u64::try_from(self.jitter.as_millis()).unwrap_or(u64::MAX);
+        let max_ms = alembic_base::millis(self.jitter);
         if max_ms == 0 {
             return Duration::ZERO;
         }

@@ -148,7 +148,7 @@ impl CodeIndex {
         };
         if !force && scan.changed.is_empty() && scan.removed.is_empty() {
             // Nothing to write: no transaction, so a query takes no write lock.
-            report.elapsed_ms = elapsed_ms(started);
+            report.elapsed_ms = alembic_base::millis(started.elapsed());
             return Ok((report, IndexChanges::default()));
         }
         progress(Progress::Phase(IndexPhase::Parse));
@@ -210,7 +210,7 @@ impl CodeIndex {
         }
         let changes = outcome.apply(&mut self.records);
         report.skipped.sort_by(|a, b| a.path.cmp(&b.path));
-        report.elapsed_ms = elapsed_ms(started);
+        report.elapsed_ms = alembic_base::millis(started.elapsed());
         Ok((report, changes))
     }
 
@@ -309,10 +309,6 @@ struct Scan {
 /// Why a file over the size limit is skipped.
 fn too_large(max_file_bytes: u64) -> String {
     format!("larger than {max_file_bytes} bytes")
-}
-
-fn elapsed_ms(started: Instant) -> u64 {
-    u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
 /// Checks `files` in parallel and hands each result to `write` on this thread, stopping

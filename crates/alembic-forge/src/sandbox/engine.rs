@@ -17,7 +17,7 @@ use rquickjs::{Context, Ctx, Exception, Function, Object, Runtime};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::{SandboxError, SandboxLimits, SandboxRun, millis};
+use super::{SandboxError, SandboxLimits, SandboxRun};
 
 const BOOTSTRAP: &str = include_str!("bootstrap.js");
 
@@ -140,12 +140,12 @@ fn classify(raw: Raw, budget: &Budget, limits: &SandboxLimits) -> SandboxError {
     match budget.tripped.load(Ordering::SeqCst) {
         TRIP_CPU => {
             return SandboxError::CpuBudget {
-                budget_ms: millis(limits.cpu_budget),
+                budget_ms: alembic_base::millis(limits.cpu_budget),
             };
         }
         TRIP_ABORT => {
             return SandboxError::WallClock {
-                limit_ms: millis(limits.wall_clock),
+                limit_ms: alembic_base::millis(limits.wall_clock),
             };
         }
         _ => {}
@@ -337,7 +337,7 @@ fn blocking_call(
         Ok(r) => r,
         Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(format!(
             "tool \"{tool}\" did not answer within {} ms",
-            millis(limits.tool_call_timeout)
+            alembic_base::millis(limits.tool_call_timeout)
         )),
         Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
             Err("tools.call: the host stopped serving calls".into())

@@ -160,7 +160,7 @@ pub async fn run(
             // check fail, and the host stops waiting now.
             abort.store(true, Ordering::SeqCst);
             Err(SandboxError::WallClock {
-                limit_ms: millis(limits.wall_clock),
+                limit_ms: alembic_base::millis(limits.wall_clock),
             })
         }
     }
@@ -175,7 +175,7 @@ async fn serve(request: HostRequest, bridge: &ToolBridge, timeout: Duration) {
             Err(_) => Err(format!(
                 "tool \"{}\" did not answer within {} ms",
                 request.name,
-                millis(timeout)
+                alembic_base::millis(timeout)
             )),
         };
     let text = result.and_then(|v| {
@@ -183,8 +183,4 @@ async fn serve(request: HostRequest, bridge: &ToolBridge, timeout: Duration) {
     });
     tracing::debug!(tool = %request.name, elapsed = ?started.elapsed(), "sandbox nested call");
     let _ = request.reply.send(text);
-}
-
-pub(crate) fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }

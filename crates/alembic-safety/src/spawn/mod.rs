@@ -248,7 +248,7 @@ pub fn run(guard: &PathGuard, request: SpawnRequest) -> Result<ProcessOutput, Sp
         stdout_bytes,
         stderr_bytes,
         truncated: out_cut || err_cut,
-        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        duration_ms: alembic_base::millis(started.elapsed()),
         sandboxed,
     })
 }
