@@ -185,6 +185,14 @@ impl<'i> CallView<'i> {
         }
     }
 
+    /// The index a focused view reads (`None` for the full graph).
+    pub(crate) fn index(&self) -> Option<&'i CodeIndex> {
+        match self {
+            CallView::Full(_) => None,
+            CallView::Focused { index, .. } => Some(index),
+        }
+    }
+
     /// Every type key of the whole project.
     pub(crate) fn type_keys(&self) -> Result<BTreeSet<String>, IndexError> {
         match self {
@@ -202,10 +210,17 @@ impl<'i> CallView<'i> {
     }
 
     /// A graph holding every type whose key contains `keyword` and every method and
-    /// function whose name does (case-insensitively), as the whole project has them.
-    pub(crate) fn search_graph(&mut self, keyword: &str) -> Result<Arc<ProjectGraph>, IndexError> {
+    /// function whose name does (case-insensitively), as the whole project has them; when
+    /// those are declared in more than [`CodeIndex::max_query_files`] files, only the
+    /// names a search lists first (exact, then shortest) up to that many files.
+    pub(crate) fn search_graph(&mut self, keyword: &str) -> Result<SearchGraph, IndexError> {
         let index = match self {
-            CallView::Full(g) => return Ok(Arc::clone(g)),
+            CallView::Full(g) => {
+                return Ok(SearchGraph {
+                    graph: Arc::clone(g),
+                    left_out: 0,
+                });
+            }
             CallView::Focused { index, .. } => *index,
         };
         let k = keyword.to_lowercase();
@@ -225,14 +240,15 @@ impl<'i> CallView<'i> {
                 None => paths.insert(path),
             };
         }
+        let (wanted, left_out) = within_limit(index, &k, names, paths)?;
         let mut files = BTreeMap::new();
-        for name in &names {
-            load_declarations(index, name, &mut files)?;
-        }
-        for path in &paths {
+        for path in &wanted {
             load(index, path, &mut files)?;
         }
-        Ok(Arc::new(types_graph(&files)))
+        Ok(SearchGraph {
+            graph: Arc::new(types_graph(&files)),
+            left_out,
+        })
     }
 
     /// Summaries read so far (0 for the full graph).
@@ -242,6 +258,46 @@ impl<'i> CallView<'i> {
             CallView::Focused { calls, .. } => calls.loaded(),
         }
     }
+}
+
+/// What a search reads: the graph, and how many matching names were not loaded.
+pub(crate) struct SearchGraph {
+    pub(crate) graph: Arc<ProjectGraph>,
+    /// Type names and function files left out to stay within the query's file limit.
+    pub(crate) left_out: usize,
+}
+
+/// The files declaring `names` and the function files `paths`, taken in the order a search
+/// lists them (a name equal to `keyword`, then shorter names, then function files) while
+/// they fit in [`CodeIndex::max_query_files`]; and how many names or files did not fit.
+fn within_limit(
+    index: &CodeIndex,
+    keyword: &str,
+    names: BTreeSet<String>,
+    paths: BTreeSet<String>,
+) -> Result<(BTreeSet<String>, usize), IndexError> {
+    let limit = index.max_query_files();
+    let mut names: Vec<String> = names.into_iter().collect();
+    names.sort_by_key(|n| (n.to_lowercase() != keyword, n.len()));
+    let mut wanted: BTreeSet<String> = BTreeSet::new();
+    let mut left_out = 0usize;
+    for name in &names {
+        let declaring = index.files_declaring(name)?;
+        let new = declaring.iter().filter(|p| !wanted.contains(*p)).count();
+        if !wanted.is_empty() && wanted.len() + new > limit {
+            left_out += 1;
+            continue;
+        }
+        wanted.extend(declaring);
+    }
+    for path in paths {
+        if wanted.len() >= limit && !wanted.contains(&path) {
+            left_out += 1;
+            continue;
+        }
+        wanted.insert(path);
+    }
+    Ok((wanted, left_out))
 }
 
 /// Loads every file declaring a type of this simple name.

@@ -25,7 +25,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::index::rows::simple_name;
-use crate::index::{CodeIndex, IndexError};
+use crate::index::{CodeIndex, IndexError, WideClosure};
 use crate::language::Lang;
 use crate::summary::FileSummary;
 
@@ -57,15 +57,51 @@ impl Reach {
 }
 
 /// The summaries the types named `name` (simple or qualified) need, with their
-/// descendants as far as `reach`, in path order.
+/// descendants as far as `reach`, in path order; [`IndexError::TooWide`] when those are
+/// declared in more than [`CodeIndex::max_query_files`] files (counted from the rows
+/// before any summary is read).
 pub fn summaries_around(
     index: &CodeIndex,
     name: &str,
     reach: Reach,
 ) -> Result<Vec<FileSummary>, IndexError> {
+    check_width(index, simple_name(name), reach)?;
     let mut files: BTreeMap<String, FileSummary> = BTreeMap::new();
     load_around(index, name, reach, &mut files)?;
     Ok(files.into_values().collect())
+}
+
+/// How many names a [`WideClosure`] lists.
+const WIDE_FIRST: usize = 10;
+
+/// Fails with [`IndexError::TooWide`] when the types named `root` and their descendants as
+/// far as `reach` are declared in more files than one query reads. Reads rows only.
+fn check_width(index: &CodeIndex, root: &str, reach: Reach) -> Result<(), IndexError> {
+    let limit = index.max_query_files();
+    if index.files_declaring(root)?.is_empty() {
+        return Ok(()); // nothing will be read (see load_around)
+    }
+    let mut names: BTreeSet<String> = BTreeSet::from([root.to_string()]);
+    descend(index, root, reach, &mut names)?;
+    let mut files: BTreeSet<String> = BTreeSet::new();
+    for n in &names {
+        files.extend(index.files_declaring(n)?);
+        if files.len() > limit {
+            return Err(IndexError::TooWide(Box::new(WideClosure {
+                name: root.to_string(),
+                types: names.len() - 1,
+                files: files.len(),
+                limit,
+                first: names
+                    .iter()
+                    .filter(|x| x.as_str() != root)
+                    .take(WIDE_FIRST)
+                    .cloned()
+                    .collect(),
+            })));
+        }
+    }
+    Ok(())
 }
 
 /// Adds to `files` the summaries [`summaries_around`] returns (those already there are not

@@ -56,7 +56,7 @@ pub use focus::Reach;
 pub use graph::{MethodInfo, ProjectGraph, TypeInfo};
 pub use index::{
     ChunkVectors, CodeIndex, IndexChanges, IndexError, IndexPhase, IndexPlan, IndexReport,
-    Progress, ProjectStats,
+    Progress, ProjectStats, WideClosure,
 };
 pub use language::Lang;
 pub use semantic::{CodeEmbedder, SearchMode, SemanticSearch};

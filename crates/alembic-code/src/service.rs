@@ -49,6 +49,7 @@ struct State {
     types: Option<Arc<ProjectGraph>>,
     graph_build_ms: u64,
     max_file_bytes: Option<u64>,
+    max_query_files: Option<usize>,
     /// While set, a query walks the tree only after the watcher saw a change.
     watch: Option<TreeWatch>,
     /// Most directories [`CodeService::watch`] may watch (`None`: the system's limit).
@@ -96,6 +97,7 @@ impl CodeService {
                 types: None,
                 graph_build_ms: 0,
                 max_file_bytes: None,
+                max_query_files: None,
                 watch: None,
                 watch_limit: None,
                 focused_topology: crate::topology_rows::FOCUSED_FILES,
@@ -123,6 +125,13 @@ impl CodeService {
     /// Parses files up to `bytes` long (the project's `[index] max_file_bytes`).
     pub fn with_max_file_bytes(self, bytes: u64) -> CodeService {
         self.lock().max_file_bytes = Some(bytes);
+        self
+    }
+
+    /// Reads at most `files` files for one query about a type's descendants and conformers
+    /// (the project's `[index] max_query_files`; see [`crate::WideClosure`]).
+    pub fn with_max_query_files(self, files: usize) -> CodeService {
+        self.lock().max_query_files = Some(files);
         self
     }
 
@@ -491,6 +500,9 @@ fn open_locked<'a>(root: &Path, state: &'a mut State) -> Result<&'a mut CodeInde
             let mut index = CodeIndex::open(root)?;
             if let Some(bytes) = state.max_file_bytes {
                 index.set_max_file_bytes(bytes);
+            }
+            if let Some(files) = state.max_query_files {
+                index.set_max_query_files(files);
             }
             index
         }

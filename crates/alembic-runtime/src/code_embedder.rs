@@ -105,11 +105,12 @@ pub fn code_embedder_for(config: Option<EmbedderConfig>) -> Option<Arc<dyn CodeE
 pub fn code_service(
     root: &Path,
     embedder: Option<Arc<dyn CodeEmbedder>>,
-    max_file_bytes: u64,
+    index: &crate::config::IndexSection,
 ) -> Result<CodeService, RuntimeError> {
     let service = CodeService::new(root)
         .map_err(|e| RuntimeError::Setup(e.to_string()))?
-        .with_max_file_bytes(max_file_bytes);
+        .with_max_file_bytes(index.max_file_bytes())
+        .with_max_query_files(index.max_query_files());
     Ok(match embedder {
         Some(e) => service.with_embedder(e),
         None => service,

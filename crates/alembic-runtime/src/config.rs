@@ -81,6 +81,10 @@ pub const DEFAULT_CONFIG: &str = r#"# Alembic project configuration. Every setti
 # Source files larger than this many bytes are not parsed by the code index (listed as
 # skipped). Whole number >= 1.
 # max_file_bytes = 1048576
+# A query about one type's descendants and conformers (hierarchy, protocol, impact) reads at
+# most this many files; a type implemented more widely is answered from counts, or refused
+# with the first names to ask about instead. Whole number >= 1.
+# max_query_files = 2000
 
 [bootstrap]
 # Dimensions `alembic bootstrap` leaves out (ids as listed by the summary table).
@@ -146,6 +150,8 @@ pub struct ToolsSection {
 pub struct IndexSection {
     /// Files larger than this many bytes are listed as skipped, not parsed (default 1 MiB).
     pub max_file_bytes: Option<u64>,
+    /// Most files a query about one type's descendants reads (default 2,000).
+    pub max_query_files: Option<usize>,
 }
 
 impl IndexSection {
@@ -153,6 +159,12 @@ impl IndexSection {
     pub fn max_file_bytes(&self) -> u64 {
         self.max_file_bytes
             .unwrap_or(alembic_code::index::DEFAULT_MAX_FILE_BYTES)
+    }
+
+    /// The most files a query about one type's descendants and conformers reads.
+    pub fn max_query_files(&self) -> usize {
+        self.max_query_files
+            .unwrap_or(alembic_code::index::DEFAULT_MAX_QUERY_FILES)
     }
 }
 
@@ -214,10 +226,15 @@ impl ProjectConfig {
                 .map_err(|e: toml::de::Error| invalid(format!("[index]: {e}")))?,
             None => IndexSection::default(),
         };
-        if index.max_file_bytes == Some(0) {
-            return Err(invalid(
-                "[index]: max_file_bytes must be a whole number >= 1, got 0".to_string(),
-            ));
+        for (field, zero) in [
+            ("max_file_bytes", index.max_file_bytes == Some(0)),
+            ("max_query_files", index.max_query_files == Some(0)),
+        ] {
+            if zero {
+                return Err(invalid(format!(
+                    "[index]: {field} must be a whole number >= 1, got 0"
+                )));
+            }
         }
         let bootstrap: alembic_bootstrap::BootstrapConfig = match raw.get("bootstrap") {
             Some(v) => v
@@ -330,16 +347,26 @@ mod tests {
 
     #[test]
     fn index_section_sets_the_file_size_limit_and_refuses_bad_values() {
-        let c = ProjectConfig::parse("[index]\nmax_file_bytes = 4096\n", None).unwrap();
+        let c = ProjectConfig::parse(
+            "[index]\nmax_file_bytes = 4096\nmax_query_files = 50\n",
+            None,
+        )
+        .unwrap();
         assert_eq!(c.index.max_file_bytes(), 4096);
+        assert_eq!(c.index.max_query_files(), 50);
         let c = ProjectConfig::parse("", None).unwrap();
         assert_eq!(c.index.max_file_bytes(), 1024 * 1024);
+        assert_eq!(c.index.max_query_files(), 2_000);
         for (text, expected) in [
             (
                 "[index]\nmax_file_bytes = 0\n",
                 "[index]: max_file_bytes must be a whole number >= 1, got 0",
             ),
             ("[index]\nmax_file_bytes = -5\n", "[index]: invalid value"),
+            (
+                "[index]\nmax_query_files = 0\n",
+                "[index]: max_query_files must be a whole number >= 1, got 0",
+            ),
             (
                 "[index]\nmax_bytes = 5\n",
                 "[index]: unknown field `max_bytes`",

@@ -134,7 +134,7 @@ impl ProjectServices {
         let code = Arc::new(code_embedder::code_service(
             root,
             code_embedder,
-            config.index.max_file_bytes(),
+            &config.index,
         )?);
         let knowledge = Arc::new(team_config::knowledge_service(root, config)?);
         let bootstrap = Arc::new(

@@ -150,6 +150,14 @@ pub(super) fn sites_calling(conn: &Connection, callee: &str) -> rusqlite::Result
     rows.collect()
 }
 
+/// How many files call something written `callee`.
+pub(super) fn count_files_calling(conn: &Connection, callee: &str) -> rusqlite::Result<usize> {
+    let mut stmt =
+        conn.prepare_cached("select count(distinct path) from code_call_sites where callee = ?1")?;
+    stmt.query_row(params![callee], |r| r.get::<_, i64>(0))
+        .map(|n| usize::try_from(n).unwrap_or(0))
+}
+
 /// Files with a call site made from a function or method named `caller_name`, with the
 /// simple name of its type (`None`: outside any type).
 pub(super) fn files_called_from(
@@ -245,6 +253,11 @@ impl super::CodeIndex {
     /// The call site shapes whose callee is written `callee`.
     pub(crate) fn sites_calling(&self, callee: &str) -> Result<Vec<SiteRow>, IndexError> {
         Ok(sites_calling(&self.conn, callee)?)
+    }
+
+    /// How many files call something written `callee` (any receiver, unresolved).
+    pub(crate) fn count_files_calling(&self, callee: &str) -> Result<usize, IndexError> {
+        Ok(count_files_calling(&self.conn, callee)?)
     }
 
     /// Files with call sites made from a function or method named `caller_name`, with the

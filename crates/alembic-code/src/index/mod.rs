@@ -48,6 +48,27 @@ pub const SUMMARY_VERSION: &str = "6";
 /// project's `[index] max_file_bytes` says otherwise.
 pub const DEFAULT_MAX_FILE_BYTES: u64 = 1024 * 1024;
 
+/// Most files a query about one type's descendants and conformers reads before it answers
+/// from counts instead (the project's `[index] max_query_files` says otherwise). A trait
+/// that tens of thousands of types implement would otherwise load most of a monorepo: about
+/// 125 KB of graph per file, so this keeps such a query near 300 MB.
+pub const DEFAULT_MAX_QUERY_FILES: usize = 2_000;
+
+/// A type whose descendants and conformers are declared in more files than a query reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WideClosure {
+    /// The simple name asked about.
+    pub name: String,
+    /// Simple names of its descendants and conformers (all levels asked), from the rows.
+    pub types: usize,
+    /// Files counted before the limit was passed (more than `limit`).
+    pub files: usize,
+    /// The limit (`[index] max_query_files`).
+    pub limit: usize,
+    /// The first descendant and conformer names, in name order.
+    pub first: Vec<String>,
+}
+
 /// Errors from building or loading the index.
 #[derive(Debug, thiserror::Error)]
 pub enum IndexError {
@@ -65,6 +86,27 @@ pub enum IndexError {
         path: String,
         source: serde_json::Error,
     },
+    #[error("{0}")]
+    TooWide(Box<WideClosure>),
+}
+
+impl std::fmt::Display for WideClosure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} and its {} descendants and conformers are declared in more than {} files, \
+             more than one query reads ([index] max_query_files = {})",
+            self.name, self.types, self.limit, self.limit
+        )?;
+        if !self.first.is_empty() {
+            write!(f, "; ask about one of them ({}", self.first.join(", "))?;
+            if self.types > self.first.len() {
+                write!(f, ", …")?;
+            }
+            write!(f, ")")?;
+        }
+        Ok(())
+    }
 }
 
 /// A file left out of the index, and why.
@@ -199,6 +241,7 @@ pub struct CodeIndex {
     conn: Connection,
     records: BTreeMap<String, FileRecord>,
     max_file_bytes: u64,
+    max_query_files: usize,
 }
 
 impl std::fmt::Debug for CodeIndex {
@@ -230,6 +273,7 @@ impl CodeIndex {
             conn,
             records: BTreeMap::new(),
             max_file_bytes: DEFAULT_MAX_FILE_BYTES,
+            max_query_files: DEFAULT_MAX_QUERY_FILES,
         };
         index.load()?;
         Ok(index)
@@ -238,6 +282,16 @@ impl CodeIndex {
     /// Changes the largest file that is parsed.
     pub fn set_max_file_bytes(&mut self, bytes: u64) {
         self.max_file_bytes = bytes;
+    }
+
+    /// Changes how many files a query about one type's descendants reads at most.
+    pub fn set_max_query_files(&mut self, files: usize) {
+        self.max_query_files = files;
+    }
+
+    /// How many files a query about one type's descendants reads at most.
+    pub fn max_query_files(&self) -> usize {
+        self.max_query_files
     }
 
     pub fn root(&self) -> &Path {

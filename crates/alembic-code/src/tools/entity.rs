@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 use alembic_tools::{ToolError, ToolOutput};
 use serde_json::json;
@@ -14,7 +15,7 @@ use super::{index_error, not_found, similar};
 use crate::call_view::CallView;
 use crate::focus::Reach;
 use crate::graph::{ProjectGraph, TypeInfo, method_key};
-use crate::index::IndexError;
+use crate::index::{IndexError, WideClosure};
 use crate::service::CodeService;
 use crate::summary::TypeKind;
 use crate::topology::ModuleGraph;
@@ -45,8 +46,18 @@ fn focused_type(
     id: &str,
     reach: Reach,
     what: &str,
-) -> Result<(std::sync::Arc<ProjectGraph>, TypeInfo), ToolError> {
+) -> Result<(Arc<ProjectGraph>, TypeInfo), ToolError> {
     let g = view.around(id, reach).map_err(index_error)?;
+    type_in(view, g, id, what)
+}
+
+/// The type `id` names in `g`, or "not found" with suggestions from every type key.
+fn type_in(
+    view: &CallView<'_>,
+    g: Arc<ProjectGraph>,
+    id: &str,
+    what: &str,
+) -> Result<(Arc<ProjectGraph>, TypeInfo), ToolError> {
     if g.types_named(id).is_empty() {
         let keys = view.type_keys().map_err(index_error)?;
         return Err(not_found(
@@ -82,7 +93,12 @@ pub(super) fn impact(
 }
 
 fn type_impact(view: &mut CallView<'_>, id: &str, depth: usize) -> Result<ToolOutput, ToolError> {
-    let (g, t) = focused_type(view, id, Reach::all(), "class, protocol or module")?;
+    const WHAT: &str = "class, protocol or module";
+    let g = match view.around(id, Reach::all()) {
+        Err(IndexError::TooWide(wide)) => return wide_impact(view, id, &wide),
+        other => other.map_err(index_error)?,
+    };
+    let (g, t) = type_in(view, g, id, WHAT)?;
     let mut affected: BTreeSet<String> = g
         .descendants(&t.name, depth)
         .into_iter()
@@ -112,6 +128,71 @@ fn type_impact(view: &mut CallView<'_>, id: &str, depth: usize) -> Result<ToolOu
     let _ = write!(text, "files: {}", first_joined(&files, MAX_AFFECTED_FILES));
     Ok(ToolOutput::new(
         json!({"entity": t.name, "types": affected, "callers": callers, "files": files}),
+        text,
+    ))
+}
+
+/// The impact of a type whose descendants and conformers are too many to load
+/// ([`WideClosure`]): their count and first names from the rows, and how many files call
+/// each of its methods' names (unresolved: resolving them would load those types).
+fn wide_impact(
+    view: &mut CallView<'_>,
+    id: &str,
+    wide: &WideClosure,
+) -> Result<ToolOutput, ToolError> {
+    let (_, t) = focused_type(
+        view,
+        id,
+        Reach::subclasses(Some(0)),
+        "class, protocol or module",
+    )?;
+    let index = view
+        .index()
+        .ok_or_else(|| ToolError::failed("a wide closure comes only from the index"))?;
+    let mut calls: Vec<(String, usize)> = Vec::new();
+    let mut seen = BTreeSet::new();
+    for m in t.methods.iter().filter(|m| seen.insert(m.name.as_str())) {
+        let files = index.count_files_calling(&m.name).map_err(index_error)?;
+        calls.push((m.name.clone(), files));
+    }
+    let mut text = format!(
+        "changing {} reaches {} types declared in more than {} files (the most one query \
+         reads), so callers are not resolved\n",
+        t.name, wide.types, wide.limit
+    );
+    let _ = writeln!(
+        text,
+        "types (first {}): {}",
+        wide.first.len(),
+        wide.first.join(", ")
+    );
+    let named: Vec<String> = calls
+        .iter()
+        .take(MAX_LIST)
+        .map(|(m, n)| format!("{m} ({n} files)"))
+        .collect();
+    let _ = write!(
+        text,
+        "files calling its methods' names: {}",
+        if named.is_empty() {
+            "none".to_string()
+        } else {
+            named.join(", ")
+        }
+    );
+    let calls_json: Vec<_> = calls
+        .iter()
+        .map(|(m, n)| json!({"method": m, "files": n}))
+        .collect();
+    Ok(ToolOutput::new(
+        json!({
+            "entity": t.name,
+            "bounded": true,
+            "limit": wide.limit,
+            "typeCount": wide.types,
+            "types": wide.first,
+            "filesCallingMethodNames": calls_json,
+        }),
         text,
     ))
 }

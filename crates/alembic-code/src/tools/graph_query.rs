@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use super::ast::{find_focused_type, find_type};
 use super::{clamped, code_tool, index_error, non_blank};
+use crate::call_view::SearchGraph;
 use crate::calls::CallEdge;
 use crate::focus::Reach;
 use crate::graph::{ProjectGraph, method_key};
@@ -167,13 +168,14 @@ fn descendants(g: &ProjectGraph, id: &str, depth: usize) -> Result<ToolOutput, T
 }
 
 /// Entities whose name contains `keyword`: types of `g` by key, methods and functions by
-/// name, and `modules`.
+/// name, and `modules`; a search that left names out says so and counts at least.
 pub(super) fn search(
-    g: &ProjectGraph,
+    found_in: &SearchGraph,
     modules: &BTreeSet<String>,
     keyword: &str,
     entity_type: Option<&str>,
 ) -> ToolOutput {
+    let g = &found_in.graph;
     let k = keyword.to_lowercase();
     let wants = |t: &str| entity_type.is_none_or(|e| e == t);
     let mut found: Vec<(String, String, String)> = Vec::new();
@@ -227,7 +229,15 @@ pub(super) fn search(
     found.sort_by_key(|(_, n, _)| (n.to_lowercase() != k, n.len()));
     let total = found.len();
     found.truncate(MAX_SEARCH);
-    let mut text = format!("{total} entities match \"{keyword}\"\n");
+    let left_out = found_in.left_out;
+    let mut text = if left_out == 0 {
+        format!("{total} entities match \"{keyword}\"\n")
+    } else {
+        format!(
+            "at least {total} entities match \"{keyword}\" ({left_out} more matching names \
+             are declared past the files one query reads; use a longer keyword)\n"
+        )
+    };
     for (kind, name, loc) in &found {
         let _ = writeln!(text, "  {kind} {name} — {loc}");
     }
@@ -235,10 +245,11 @@ pub(super) fn search(
         .iter()
         .map(|(kind, name, loc)| json!({"type": kind, "name": name, "location": loc}))
         .collect();
-    ToolOutput::new(
-        json!({"keyword": keyword, "total": total, "entities": rows}),
-        text.trim_end().to_string(),
-    )
+    let mut data = json!({"keyword": keyword, "total": total, "entities": rows});
+    if left_out > 0 {
+        data["namesLeftOut"] = json!(left_out);
+    }
+    ToolOutput::new(data, text.trim_end().to_string())
 }
 
 fn conformances(g: &ProjectGraph, id: &str) -> Result<ToolOutput, ToolError> {

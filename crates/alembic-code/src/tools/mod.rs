@@ -87,7 +87,11 @@ pub(crate) fn clamped(value: i64, min: usize, max: usize) -> usize {
 }
 
 pub(crate) fn index_error(e: crate::index::IndexError) -> ToolError {
-    ToolError::failed(format!("code index unavailable: {e}"))
+    match e {
+        // The question is too wide for one query; the message says what to ask instead.
+        crate::index::IndexError::TooWide(wide) => ToolError::Invalid(wide.to_string()),
+        e => ToolError::failed(format!("code index unavailable: {e}")),
+    }
 }
 
 /// Names close to `query` (case-insensitive substring, then edit distance), for

@@ -12,3 +12,4 @@ mod tools;
 mod topology_rows;
 mod watch;
 mod whole_project;
+mod wide;

@@ -70,14 +70,7 @@ fn search(embedder: Option<Arc<ConceptEmbedder>>, query: &str) -> Value {
         embedder.map(|e| Arc::new(MemoryCodeEmbedder::new(e)) as Arc<dyn CodeEmbedder>);
     let mut services =
         ProjectServices::for_project(&root, &ProjectConfig::load(&root).unwrap()).unwrap();
-    services.code = Arc::new(
-        code_service(
-            &root,
-            code_embedder,
-            alembic_runtime::code::index::DEFAULT_MAX_FILE_BYTES,
-        )
-        .unwrap(),
-    );
+    services.code = Arc::new(code_service(&root, code_embedder, &Default::default()).unwrap());
     let registry = Arc::new(ToolRegistry::new());
     register_builtin_tools(&registry, &services).unwrap();
     let pipeline = Pipeline::builder(registry, &root).build();
