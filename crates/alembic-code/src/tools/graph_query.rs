@@ -235,7 +235,7 @@ pub(super) fn search(
     } else {
         format!(
             "at least {total} entities match \"{keyword}\" ({left_out} more matching names \
-             are declared past the files one query reads; use a longer keyword)\n"
+             were not read, to stay within the files one query reads; use a longer keyword)\n"
         )
     };
     for (kind, name, loc) in &found {
