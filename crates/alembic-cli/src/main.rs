@@ -1,6 +1,6 @@
 //! `alembic`: the command line of the Alembic tool runtime and memory system.
 
-mod arenas;
+mod allocator;
 mod cmd;
 mod exit;
 mod tool_call;
@@ -71,7 +71,6 @@ enum Command {
 }
 
 fn main() {
-    arenas::limit_malloc_arenas();
     init_tracing();
     let cli = Cli::parse();
     let result = match cli.command {
