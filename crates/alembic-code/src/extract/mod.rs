@@ -19,7 +19,7 @@ mod swift;
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use tree_sitter::{Node, Parser};
+use tree_sitter::{Node, Parser, TreeCursor};
 
 pub(crate) use nodes::{is_type_like, last_ident, qualified_import};
 
@@ -70,7 +70,7 @@ pub fn summarize(path: &str, lang: Lang, source: &str) -> Result<FileSummary, Pa
             })
     })?;
     let mut walker = Walker::new(path, lang, source);
-    walker.visit(tree.root_node(), 0);
+    walker.visit(&mut tree.walk(), 0);
     Ok(walker.finish())
 }
 
@@ -210,7 +210,10 @@ impl<'s> Walker<'s> {
         }
     }
 
-    fn visit(&mut self, node: Node, depth: usize) {
+    /// Visits the node `cursor` is at; leaves the cursor there. One cursor serves the
+    /// whole walk (a cursor per node cost a few percent of a full index).
+    fn visit(&mut self, cursor: &mut TreeCursor<'_>, depth: usize) {
+        let node = cursor.node();
         if depth > MAX_DEPTH {
             return;
         }
@@ -221,28 +224,28 @@ impl<'s> Walker<'s> {
             f.complexity += 1;
         }
         match self.classify(node) {
-            Found::Type(decl) => self.enter_type(node, decl, depth),
+            Found::Type(decl) => self.enter_type(cursor, decl, depth),
             Found::Function {
                 method,
                 owner,
                 self_name,
-            } => self.enter_function(node, method, owner, self_name, depth),
+            } => self.enter_function(cursor, method, owner, self_name, depth),
             Found::Properties(props) => {
                 if let Some(&idx) = self.type_stack.last() {
                     self.out.types[idx].properties.extend(props);
                 }
-                self.visit_children(node, depth);
+                self.visit_children(cursor, depth);
             }
             Found::Imports(imports) => self.out.imports.extend(imports),
             Found::Call(call) => {
                 self.record_call(node, call);
-                self.visit_children(node, depth);
+                self.visit_children(cursor, depth);
             }
             Found::Calls(calls) => {
                 for call in calls {
                     self.record_call(node, call);
                 }
-                self.visit_children(node, depth);
+                self.visit_children(cursor, depth);
             }
             Found::Bindings(bindings) => {
                 let target = match self.function.as_mut() {
@@ -250,37 +253,46 @@ impl<'s> Walker<'s> {
                     None => &mut self.file_bindings,
                 };
                 target.extend(bindings);
-                self.visit_children(node, depth);
+                self.visit_children(cursor, depth);
             }
             Found::EntryPoint => {
                 self.out.has_entry_point = true;
-                self.visit_children(node, depth);
+                self.visit_children(cursor, depth);
             }
-            Found::Descend => self.visit_children(node, depth),
+            Found::Descend => self.visit_children(cursor, depth),
             Found::Skip => {}
         }
     }
 
-    fn visit_children(&mut self, node: Node, depth: usize) {
-        let mut cursor = node.walk();
-        for child in node.named_children(&mut cursor) {
-            self.visit(child, depth + 1);
+    /// Visits the named children of the node `cursor` is at, and returns the cursor there.
+    fn visit_children(&mut self, cursor: &mut TreeCursor<'_>, depth: usize) {
+        if !cursor.goto_first_child() {
+            return;
         }
+        loop {
+            if cursor.node().is_named() {
+                self.visit(cursor, depth + 1);
+            }
+            if !cursor.goto_next_sibling() {
+                break;
+            }
+        }
+        cursor.goto_parent();
     }
 
-    fn enter_type(&mut self, node: Node, decl: TypeDecl, depth: usize) {
+    fn enter_type(&mut self, cursor: &mut TreeCursor<'_>, decl: TypeDecl, depth: usize) {
         self.out.types.push(decl);
         self.type_stack.push(self.out.types.len() - 1);
         // A type nested in a function body still starts a fresh method context.
         let saved = self.function.take();
-        self.visit_children(node, depth);
+        self.visit_children(cursor, depth);
         self.function = saved;
         self.type_stack.pop();
     }
 
     fn enter_function(
         &mut self,
-        node: Node,
+        cursor: &mut TreeCursor<'_>,
         method: Method,
         owner: Option<(String, TypeKind)>,
         self_name: Option<String>,
@@ -288,7 +300,7 @@ impl<'s> Walker<'s> {
     ) {
         let name = method.name.clone();
         self.out.has_entry_point |= self.is_main(&method, owner.is_some());
-        let (slot, owner_name) = self.place_method(method, owner, node);
+        let (slot, owner_name) = self.place_method(method, owner, cursor.node());
         let saved = self.function.replace(FunctionScope {
             owner: owner_name,
             name,
@@ -297,7 +309,7 @@ impl<'s> Walker<'s> {
             slot,
             complexity: 1,
         });
-        self.visit_children(node, depth);
+        self.visit_children(cursor, depth);
         if let Some(done) = std::mem::replace(&mut self.function, saved) {
             let method = match done.slot {
                 MethodSlot::Owned(t, m) => &mut self.out.types[t].methods[m],
