@@ -101,6 +101,7 @@ pub(crate) fn refresh(index: &mut CodeIndex, focused_files: usize) -> Result<(),
             global_rows(index, &paths, None)?
         }
     };
+    log_step("rows and totals", started);
     index.write_topology(&rows, &names, &dirty)?;
     tracing::debug!(
         files = rows.len(),
@@ -119,9 +120,13 @@ fn global_rows(
     paths: &[String],
     names: Option<&BTreeSet<String>>,
 ) -> Result<(Vec<TopologyRow>, Vec<NameTotals>), IndexError> {
+    let started = Instant::now();
     let skeletons = index.resolution_skeletons()?;
+    log_step("skeletons read", started);
     let graph = ProjectGraph::build(&skeletons);
+    log_step("graph built", started);
     let context = Context::new(&graph, index);
+    log_step("context built", started);
     let mut rows = Vec::with_capacity(paths.len());
     for chunk in paths.chunks(CHUNK) {
         let stored = index.stored_summaries(chunk)?;
@@ -134,6 +139,7 @@ fn global_rows(
         );
         rows.par_extend(chunk_rows.flatten());
     }
+    log_step("rows resolved", started);
     let names = match names {
         Some(names) => name_totals(&graph, names.iter()),
         None => {
@@ -142,6 +148,15 @@ fn global_rows(
         }
     };
     Ok((rows, names))
+}
+
+/// Logs (at debug) how long a topology recomputation has run when `step` ended.
+fn log_step(step: &str, started: Instant) {
+    tracing::debug!(
+        step,
+        ms = alembic_base::millis(started.elapsed()),
+        "topology rows"
+    );
 }
 
 /// The rows of `paths` and the totals of `names`, resolved in a graph holding only what
