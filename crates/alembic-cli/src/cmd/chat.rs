@@ -67,6 +67,7 @@ impl Conversation {
 }
 
 pub fn run(args: ChatArgs) -> CmdResult {
+    crate::allocator::purge_promptly();
     let stream = !args.model.no_stream;
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {

@@ -81,6 +81,7 @@ fn serve(args: ServeArgs) -> CmdResult {
         }
         None => None,
     };
+    crate::allocator::purge_promptly();
     let tokio = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     tokio.block_on(async move {
         match http {
