@@ -1,7 +1,7 @@
 //! Incremental maintenance of the [`ProjectGraph`]: forgetting and learning files,
 //! rebuilding the types a change reaches, relations and totals.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use rayon::prelude::*;
 
@@ -422,17 +422,8 @@ impl ProjectGraph {
 
     /// Drops a type from the subclass and conformer lists of its parents.
     fn forget_relations(&mut self, info: &TypeInfo) {
-        let lists = info
-            .superclass
-            .iter()
-            .map(|s| (true, s))
-            .chain(info.conformances.iter().map(|c| (false, c)));
-        for (is_class, parent) in lists {
-            let map = if is_class {
-                &mut self.subclasses
-            } else {
-                &mut self.conformers
-            };
+        for (is_class, parent) in parents(info) {
+            let map = self.relation_lists(is_class);
             if let Some(list) = map.get_mut(parent) {
                 list.retain(|k| *k != info.name);
                 if list.is_empty() {
@@ -447,36 +438,31 @@ impl ProjectGraph {
     /// key was quadratic in lists of tens of thousands, such as the implementors of
     /// `Clone`).
     fn learn_relations(&mut self, keys: &[String]) {
+        let pairs: Vec<(bool, String, &String)> = keys
+            .iter()
+            .filter_map(|key| self.types.get(key).map(|info| (key, info)))
+            .flat_map(|(key, info)| parents(info).map(move |(c, p)| (c, p.clone(), key)))
+            .collect();
         let mut touched: HashSet<(bool, String)> = HashSet::new();
-        for key in keys {
-            let Some(info) = self.types.get(key) else {
-                continue;
-            };
-            let parents = info
-                .superclass
-                .iter()
-                .map(|s| (true, s))
-                .chain(info.conformances.iter().map(|c| (false, c)));
-            for (is_class, parent) in parents {
-                let map = if is_class {
-                    &mut self.subclasses
-                } else {
-                    &mut self.conformers
-                };
-                map.entry(parent.clone()).or_default().push(key.clone());
-                touched.insert((is_class, parent.clone()));
-            }
+        for (is_class, parent, key) in pairs {
+            let list = self.relation_lists(is_class).entry(parent.clone());
+            list.or_default().push(key.clone());
+            touched.insert((is_class, parent));
         }
         for (is_class, parent) in touched {
-            let map = if is_class {
-                &mut self.subclasses
-            } else {
-                &mut self.conformers
-            };
-            if let Some(list) = map.get_mut(&parent) {
+            if let Some(list) = self.relation_lists(is_class).get_mut(&parent) {
                 list.sort_unstable();
                 list.dedup();
             }
+        }
+    }
+
+    /// The subclass lists (`is_class`) or the conformer lists, by parent.
+    fn relation_lists(&mut self, is_class: bool) -> &mut BTreeMap<String, Vec<String>> {
+        if is_class {
+            &mut self.subclasses
+        } else {
+            &mut self.conformers
         }
     }
 
@@ -505,4 +491,10 @@ impl ProjectGraph {
         (t.call_edges, t.resolved_call_edges) = self.calls.per_file_totals();
         self.totals = t;
     }
+}
+
+/// A type's parents: its superclass (`true`), then its conformances.
+fn parents(info: &TypeInfo) -> impl Iterator<Item = (bool, &String)> {
+    let superclass = info.superclass.iter().map(|s| (true, s));
+    superclass.chain(info.conformances.iter().map(|c| (false, c)))
 }
