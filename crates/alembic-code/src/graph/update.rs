@@ -451,7 +451,9 @@ impl ProjectGraph {
         }
         for (is_class, parent) in touched {
             if let Some(list) = self.relation_lists(is_class).get_mut(&parent) {
-                list.sort_unstable();
+                // The stable sort merges the sorted list with the appended run in linear
+                // time, which an update touching a few keys of a long list needs.
+                list.sort();
                 list.dedup();
             }
         }
