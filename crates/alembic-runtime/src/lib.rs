@@ -67,6 +67,8 @@ pub enum RuntimeError {
     Agent(#[from] alembic_agent::AgentError),
     #[error("{0}")]
     Setup(String),
+    #[error("cannot write {path}: {message}")]
+    Layout { path: PathBuf, message: String },
 }
 
 /// Everything needed to run tools for one project.
@@ -232,8 +234,19 @@ impl ProjectRuntime {
     }
 
     /// Opens a project to run tools: as [`ProjectRuntime::inspect`], plus the audit log
-    /// (creating `.alembic/alembic.db` when needed).
+    /// (creating `.alembic/alembic.db` when needed). `.alembic/` always gets the
+    /// `.gitignore` that `alembic init` writes, so the database never shows up as untracked.
     pub fn open(root: &Path) -> Result<Self, RuntimeError> {
+        let absolute = project_root(root)?;
+        let state = absolute.join(alembic_store::STATE_DIR);
+        std::fs::create_dir_all(&state).map_err(|e| RuntimeError::Layout {
+            path: state.clone(),
+            message: e.to_string(),
+        })?;
+        alembic_store::layout::ensure_gitignore(&absolute).map_err(|e| RuntimeError::Layout {
+            path: state.join(".gitignore"),
+            message: e.to_string(),
+        })?;
         let mut rt = Self::inspect(root)?;
         rt.audit = Some(Arc::new(AuditLog::open_project(&rt.root)?));
         Ok(rt)

@@ -61,6 +61,11 @@ fn statuses(report: &Value) -> Vec<(String, String)> {
 fn bootstrap_writes_candidates_for_review_and_prints_the_json_shape() {
     let (_dir, root) = planted();
     let report = json_of(&["bootstrap", "--no-llm", "--json"], &root);
+    // the database is ignored exactly as after `alembic init`, so it never shows as untracked
+    assert_eq!(
+        std::fs::read_to_string(root.join(".alembic/.gitignore")).unwrap(),
+        alembic_runtime::store::layout::GITIGNORE
+    );
     let keys: Vec<&str> = report
         .as_object()
         .unwrap()
