@@ -5,6 +5,7 @@ mod http;
 mod http_auth;
 mod http_oauth;
 mod support;
+mod skill_links;
 mod surface;
 mod team_knowledge;
 mod transport;
