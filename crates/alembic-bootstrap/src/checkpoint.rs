@@ -21,9 +21,10 @@ pub const BOOTSTRAP_SOURCE: &str = "bootstrap";
 
 const COMPONENT: &str = "bootstrap";
 
-const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    sql: "create table bootstrap_runs (
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        sql: "create table bootstrap_runs (
               run_id text primary key,
               started_at integer not null,
               finished_at integer,
@@ -41,7 +42,15 @@ const MIGRATIONS: &[Migration] = &[Migration {
               report text not null,
               primary key (run_id, dimension_id)
           );",
-}];
+    },
+    // A run is recorded before the scan, so a kill at any point leaves a run to resume:
+    // `planned` is 0 until the dimensions are chosen, `requested` keeps `--dimensions`.
+    Migration {
+        version: 2,
+        sql: "alter table bootstrap_runs add column planned integer not null default 1;
+              alter table bootstrap_runs add column requested text not null default '[]';",
+    },
+];
 
 /// A candidate written by a dimension (the `candidates` entries of the JSON summary).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -67,6 +76,16 @@ pub struct CompletedDimension {
     pub kept: Vec<String>,
     pub memories: usize,
     pub report: DimensionReport,
+}
+
+/// A run that did not finish, as `--resume` finds it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnfinishedRun {
+    pub run_id: String,
+    /// The planned dimensions; `None` when the run was stopped before it planned them.
+    pub planned: Option<Vec<String>>,
+    /// The dimensions the run was asked for (empty: every active one).
+    pub requested: Vec<String>,
 }
 
 /// What one dimension writes.
@@ -115,29 +134,71 @@ impl CheckpointStore {
         Ok(CheckpointStore { conn, memory })
     }
 
-    /// Records a new run over `dimensions`; returns its id.
-    pub fn start_run(&self, dimensions: &[String], now: i64) -> Result<String, BootstrapError> {
+    /// Records a new run before its scan, with the dimensions asked for (`--dimensions`; empty:
+    /// every active one); [`CheckpointStore::plan_run`] fixes the plan once the facts are in.
+    pub fn start_run(&self, requested: &[String], now: i64) -> Result<String, BootstrapError> {
         let run_id = format!("run-{now}-{}", std::process::id());
         sql(self.conn.execute(
-            "insert into bootstrap_runs (run_id, started_at, dimensions) values (?1, ?2, ?3)",
-            params![run_id, now, serde_json::to_string(dimensions)?],
+            "insert into bootstrap_runs (run_id, started_at, dimensions, planned, requested)
+             values (?1, ?2, '[]', 0, ?3)",
+            params![run_id, now, serde_json::to_string(requested)?],
         ))?;
         Ok(run_id)
     }
 
-    /// The latest run that did not finish, with its planned dimensions.
-    pub fn unfinished_run(&self) -> Result<Option<(String, Vec<String>)>, BootstrapError> {
-        let row: Option<(String, String)> = sql(self
+    /// Records the dimensions `run_id` will analyse.
+    pub fn plan_run(&self, run_id: &str, dimensions: &[String]) -> Result<(), BootstrapError> {
+        sql(self.conn.execute(
+            "update bootstrap_runs set dimensions = ?2, planned = 1 where run_id = ?1",
+            params![run_id, serde_json::to_string(dimensions)?],
+        ))?;
+        Ok(())
+    }
+
+    /// The latest run that did not finish.
+    pub fn unfinished_run(&self) -> Result<Option<UnfinishedRun>, BootstrapError> {
+        let row: Option<(String, String, bool, String)> = sql(self
             .conn
             .query_row(
-                "select run_id, dimensions from bootstrap_runs where finished_at is null
-                 order by started_at desc, rowid desc limit 1",
+                "select run_id, dimensions, planned, requested from bootstrap_runs
+                 where finished_at is null order by started_at desc, rowid desc limit 1",
                 [],
-                |r| Ok((r.get(0)?, r.get(1)?)),
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
             )
             .optional())?;
-        row.map(|(id, dims)| Ok((id, serde_json::from_str(&dims)?)))
-            .transpose()
+        row.map(|(run_id, dims, planned, requested)| {
+            Ok(UnfinishedRun {
+                run_id,
+                planned: if planned {
+                    Some(serde_json::from_str(&dims)?)
+                } else {
+                    None
+                },
+                requested: serde_json::from_str(&requested)?,
+            })
+        })
+        .transpose()
+    }
+
+    /// Why `--resume` has nothing to continue: no run ever started, or the latest one finished.
+    pub fn nothing_to_resume(&self) -> Result<BootstrapError, BootstrapError> {
+        let last: Option<String> = sql(self
+            .conn
+            .query_row(
+                "select run_id from bootstrap_runs where finished_at is not null
+                 order by started_at desc, rowid desc limit 1",
+                [],
+                |r| r.get(0),
+            )
+            .optional())?;
+        Ok(BootstrapError::NothingToResume {
+            why: match last {
+                None => "no bootstrap run was ever started in this project".to_owned(),
+                Some(run_id) => {
+                    format!("the latest run ({run_id}) finished and left nothing to continue")
+                }
+            },
+        })
     }
 
     pub fn finish_run(&self, run_id: &str, now: i64) -> Result<(), BootstrapError> {

@@ -19,10 +19,8 @@ pub enum BootstrapError {
     Knowledge(#[from] alembic_knowledge::KnowledgeError),
     #[error("cannot write a memory: {0}")]
     Memory(#[from] alembic_memory::MemoryError),
-    #[error(
-        "--resume: no interrupted bootstrap run to resume in this project; run without --resume"
-    )]
-    NothingToResume,
+    #[error("--resume: no interrupted bootstrap run to resume: {why}; run without --resume")]
+    NothingToResume { why: String },
     #[error("dimension {dimension} failed: {message}")]
     Analysis { dimension: String, message: String },
     #[error("checkpoint data is not valid: {0}")]

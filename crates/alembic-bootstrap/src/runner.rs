@@ -16,7 +16,9 @@ use futures::StreamExt;
 use sha2::{Digest, Sha256};
 
 use crate::analyser::{DimensionAnalyser, DimensionOutcome, TierContext};
-use crate::checkpoint::{CheckpointStore, CompletedDimension, DimensionWrite, dimension_memory};
+use crate::checkpoint::{
+    CheckpointStore, CompletedDimension, DimensionWrite, UnfinishedRun, dimension_memory,
+};
 use crate::dimensions::{self, BootstrapConfig, Dimension};
 use crate::error::BootstrapError;
 use crate::facts::Facts;
@@ -164,10 +166,23 @@ impl Bootstrap {
                 return Err(dimensions::unknown(id, &catalogue));
             }
         }
+        // The run is on record before the scan: a kill at any point leaves one to resume.
+        let store = CheckpointStore::open(&self.root, self.memory.clone())?;
+        let pending = if opts.resume {
+            match store.unfinished_run()? {
+                Some(run) => run,
+                None => return Err(store.nothing_to_resume()?),
+            }
+        } else {
+            UnfinishedRun {
+                run_id: store.start_run(&opts.dimensions, self.clock.now_ms())?,
+                planned: None,
+                requested: opts.dimensions.clone(),
+            }
+        };
         progress.stage("scanning files, building the code graph, running the guard audit");
         let facts = Arc::new(self.gather(opts.max_files).await?);
-        let store = CheckpointStore::open(&self.root, self.memory.clone())?;
-        let (mut run, dims) = self.begin(store, &catalogue, &facts, opts)?;
+        let (mut run, dims) = self.begin(store, pending, &catalogue, &facts, opts)?;
         for tier in plan::tiers(&dims) {
             progress.tier_started(&tier);
             self.run_tier(&mut run, &tier, &facts, analyser, progress)
@@ -209,53 +224,49 @@ impl Bootstrap {
             })?
     }
 
-    /// Starts a new run, or picks up the interrupted one with `--resume`.
+    /// Plans the run `pending` (new, or the interrupted one `--resume` picked up), restoring
+    /// what an interrupted run already committed.
     fn begin<'a>(
         &self,
         store: CheckpointStore,
+        pending: UnfinishedRun,
         catalogue: &[Dimension],
         facts: &Facts,
         opts: &'a BootstrapOptions,
     ) -> Result<(Run<'a>, Vec<Dimension>), BootstrapError> {
         let mut session = SessionStore::new();
-        let (run_id, dims, done_before) = if opts.resume {
-            let (run_id, planned) = store
-                .unfinished_run()?
-                .ok_or(BootstrapError::NothingToResume)?;
-            let dims: Vec<Dimension> = planned
-                .iter()
-                .filter_map(|id| catalogue.iter().find(|d| &d.id == id).cloned())
-                .collect();
-            let done: BTreeMap<String, CompletedDimension> = store
-                .completed(&run_id)?
-                .into_iter()
-                .map(|c| (c.dimension_id.clone(), c))
-                .collect();
-            for c in done.values() {
-                session.store_report(c.report.clone());
+        let run_id = pending.run_id;
+        let ids = match pending.planned {
+            Some(ids) => ids,
+            None => {
+                // A run stopped before planning plans now, from what it was asked for.
+                let ids: Vec<String> = catalogue
+                    .iter()
+                    .filter(|d| {
+                        if pending.requested.is_empty() {
+                            plan::is_active(d, &facts.profile)
+                        } else {
+                            pending.requested.contains(&d.id)
+                        }
+                    })
+                    .map(|d| d.id.clone())
+                    .collect();
+                store.plan_run(&run_id, &ids)?;
+                ids
             }
-            (run_id, dims, done)
-        } else {
-            let dims: Vec<Dimension> = if opts.dimensions.is_empty() {
-                catalogue
-                    .iter()
-                    .filter(|d| plan::is_active(d, &facts.profile))
-                    .cloned()
-                    .collect()
-            } else {
-                catalogue
-                    .iter()
-                    .filter(|d| opts.dimensions.contains(&d.id))
-                    .cloned()
-                    .collect()
-            };
-            let ids: Vec<String> = dims.iter().map(|d| d.id.clone()).collect();
-            (
-                store.start_run(&ids, self.clock.now_ms())?,
-                dims,
-                BTreeMap::new(),
-            )
         };
+        let dims: Vec<Dimension> = ids
+            .iter()
+            .filter_map(|id| catalogue.iter().find(|d| &d.id == id).cloned())
+            .collect();
+        let done_before: BTreeMap<String, CompletedDimension> = store
+            .completed(&run_id)?
+            .into_iter()
+            .map(|c| (c.dimension_id.clone(), c))
+            .collect();
+        for c in done_before.values() {
+            session.store_report(c.report.clone());
+        }
         let run = Run {
             run_id,
             store,

@@ -88,7 +88,7 @@ async fn run(bootstrap: &Bootstrap, args: BootstrapArgs) -> Result<ToolOutput, T
         .run(analyser.as_ref(), &opts, sink.as_ref())
         .await
         .map_err(|e| match e {
-            BootstrapError::UnknownDimension { .. } | BootstrapError::NothingToResume => {
+            BootstrapError::UnknownDimension { .. } | BootstrapError::NothingToResume { .. } => {
                 ToolError::Invalid(e.to_string())
             }
             other => ToolError::failed(other.to_string()),

@@ -14,6 +14,7 @@
 //! assert_eq!(alembic_store::schema_version(&conn, "example").unwrap(), 1);
 //! ```
 
+mod file;
 mod fts;
 pub mod layout;
 
@@ -52,6 +53,10 @@ pub enum StoreError {
         path: PathBuf,
         source: rusqlite::Error,
     },
+    #[error(
+        "{path} {what}; alembic will not replace it with a new database: move it aside or restore it from a backup, then run the command again"
+    )]
+    NotADatabase { path: PathBuf, what: String },
     #[error("migration {component} v{version} failed: {source}")]
     Migration {
         component: String,
@@ -95,7 +100,18 @@ pub fn open_project(root: &Path) -> Result<Connection, StoreError> {
 }
 
 /// Opens a database file in WAL mode with a busy timeout, so several processes can share it.
+///
+/// An existing file must be an SQLite database: an empty or foreign file is refused
+/// ([`StoreError::NotADatabase`]), never silently replaced. A new database is created 0600
+/// (see `file.rs`), and a looser existing one is tightened.
 pub fn open(path: &Path) -> Result<Connection, StoreError> {
+    let is_uri = path
+        .to_str()
+        .is_some_and(|p| p.starts_with("file:") || p == ":memory:");
+    if !is_uri && matches!(file::check_existing(path)?, file::Existing::Missing) {
+        create_database(path)?;
+        file::check_existing(path)?;
+    }
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
         | OpenFlags::SQLITE_OPEN_CREATE
         | OpenFlags::SQLITE_OPEN_NO_MUTEX
@@ -108,7 +124,30 @@ pub fn open(path: &Path) -> Result<Connection, StoreError> {
         path: path.to_path_buf(),
         source,
     })?;
+    if !is_uri {
+        // The -wal and -shm files that configure just created or found.
+        file::tighten(path)?;
+    }
     Ok(conn)
+}
+
+/// Builds a new database under a temporary name, with its header written, and links it to
+/// `path`: a reader never finds an empty file there that we made.
+fn create_database(path: &Path) -> Result<(), StoreError> {
+    let tmp = file::temporary_path(path);
+    file::create_private(&tmp)?;
+    let built = Connection::open(&tmp).and_then(|conn| {
+        ensure_migration_table(&conn)?;
+        conn.close().map_err(|(_, e)| e)
+    });
+    if let Err(source) = built {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(StoreError::Open {
+            path: path.to_path_buf(),
+            source,
+        });
+    }
+    file::link_into_place(&tmp, path)
 }
 
 /// An in-memory database with the same settings, for tests and ephemeral sessions.

@@ -257,3 +257,94 @@ fn a_run_killed_after_a_checkpoint_resumes_without_redoing_or_half_writing() {
         .assert()
         .code(2);
 }
+
+/// `kill -9` at 20 points spread over a whole run (the scan, the migrations, between and
+/// inside dimensions, after the end): `--resume` then either finishes the run or names why
+/// there is nothing to resume, and a later plain run always works.
+#[test]
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the test needs the child's pid to kill -9 it at chosen moments"
+)]
+fn a_kill_at_any_point_leaves_a_resumable_or_explained_state() {
+    let bin = assert_cmd::cargo::cargo_bin("alembic");
+    let spawn = |root: &Path| {
+        std::process::Command::new(&bin)
+            .current_dir(root)
+            .args(["bootstrap", "--no-llm", "--json"])
+            .env("ALEMBIC_LOG", "error")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    // How long one whole run takes here: the kill points spread over 0..1.2 of it.
+    let (_timing_dir, timing_root) = planted();
+    let started = std::time::Instant::now();
+    assert!(spawn(&timing_root).wait().unwrap().success());
+    let whole = started.elapsed().as_micros().max(1);
+    let mut seed: u64 = 0x5eed_1e55;
+    let (mut resumed, mut explained) = (0, 0);
+    for point in 0..20u32 {
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        // Every fifth point is very early (the first milliseconds, before any checkpoint).
+        let frac = if point % 5 == 0 {
+            (seed >> 33) % 50
+        } else {
+            (seed >> 33) % 1200
+        };
+        let delay = std::time::Duration::from_micros(
+            u64::try_from(whole).unwrap() * frac / if point % 5 == 0 { 10_000 } else { 1000 },
+        );
+        let (_dir, root) = planted();
+        let mut child = spawn(&root);
+        std::thread::sleep(delay);
+        let _ = child.kill(); // SIGKILL; an error means it already finished
+        child.wait().unwrap();
+        let out = alembic(&root)
+            .args(["bootstrap", "--no-llm", "--resume", "--json"])
+            .timeout(std::time::Duration::from_secs(120))
+            .output()
+            .unwrap();
+        match out.status.code() {
+            Some(0) => {
+                let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+                let st = statuses(&report);
+                assert!(!st.is_empty(), "point {point}: resumed nothing");
+                assert!(
+                    st.iter()
+                        .all(|(_, s)| matches!(s.as_str(), "resumed" | "done" | "skipped")),
+                    "point {point} ({delay:?}): {st:?}"
+                );
+                resumed += 1;
+            }
+            Some(2) => {
+                let err = String::from_utf8_lossy(&out.stderr);
+                assert!(
+                    err.contains("no bootstrap run was ever started")
+                        || err.contains("finished and left nothing to continue"),
+                    "point {point} ({delay:?}): {err}"
+                );
+                explained += 1;
+            }
+            code => panic!(
+                "point {point} ({delay:?}): --resume exited {code:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        }
+        let report = json_of(&["bootstrap", "--no-llm", "--json"], &root);
+        assert!(
+            !statuses(&report).is_empty(),
+            "point {point}: a later plain run did nothing"
+        );
+        // Nothing is left half done: the later run finished, so there is nothing to resume.
+        alembic(&root)
+            .args(["bootstrap", "--no-llm", "--resume"])
+            .assert()
+            .code(2);
+    }
+    eprintln!("kill points: {resumed} resumed, {explained} explained (whole run {whole} µs)");
+    assert!(resumed > 0, "no kill point was resumed");
+}

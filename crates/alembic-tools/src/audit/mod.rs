@@ -10,6 +10,7 @@
 //! by a background thread so that a tool call only pays for a channel send; `flush` waits for
 //! everything sent so far to be on disk.
 
+pub mod bound;
 mod query;
 mod verify;
 mod writer;
@@ -128,22 +129,24 @@ impl AuditInput {
         }
     }
 
-    /// Redacts, hashes and truncates: the record as it is stored.
+    /// Redacts, hashes and truncates: the record as it is stored. Redaction runs on the whole
+    /// text before any cut, so a cut never leaves half a secret behind.
     pub fn into_entry(self) -> AuditEntry {
+        let name = |s: &str| bound::bound_str(s, bound::MAX_NAME_BYTES);
         let summary: String = redact_text(&self.summary)
             .chars()
             .take(SUMMARY_CHARS)
             .collect();
         AuditEntry {
             ts: humantime::format_rfc3339_micros(self.ts).to_string(),
-            call_id: self.call_id,
-            parent_call_id: self.parent_call_id,
-            caller: self.caller,
-            tool: self.tool,
+            call_id: name(&self.call_id),
+            parent_call_id: self.parent_call_id.as_deref().map(name),
+            caller: name(&self.caller),
+            tool: name(&self.tool),
             args_sha256: sha256_hex(canonical_json(&self.args).as_bytes()),
-            args: redact_value(&self.args),
+            args: bound::bound_args(redact_value(&self.args)),
             verdict: self.verdict.to_string(),
-            rule: self.rule,
+            rule: self.rule.as_deref().map(name),
             outcome: summary,
             output_sha256: self
                 .output

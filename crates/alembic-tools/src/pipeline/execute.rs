@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use super::Pipeline;
 use crate::args;
 use crate::audit::AuditInput;
+use crate::audit::bound::{MAX_NAME_BYTES, bound_str};
 use crate::call::{CallResult, OutcomeStatus, ToolCall, ToolMetadata, ToolOutcome};
 use crate::context::ToolContext;
 use crate::definition::ToolError;
@@ -82,7 +83,7 @@ impl Pipeline {
                     let o = refusal(
                         call,
                         OutcomeStatus::InvalidArguments,
-                        e.to_string(),
+                        bounded(e.to_string()),
                         None,
                         meta,
                     );
@@ -234,7 +235,10 @@ impl Pipeline {
     }
 }
 
+/// Names only a bounded prefix of the name asked for: a 3 MiB name must not come back as a
+/// 6 MB reply.
 fn unknown_message(name: &str, suggestions: &[String]) -> String {
+    let name = bound_str(name, MAX_NAME_BYTES);
     if suggestions.is_empty() {
         format!("unknown tool \"{name}\"")
     } else {
@@ -307,7 +311,8 @@ fn refusal(
 ) -> ToolOutcome {
     ToolOutcome {
         call_id: call.id.clone(),
-        tool: call.name.clone(),
+        // An unknown or invalid call's name is the caller's text, echoed in the reply.
+        tool: bound_str(&call.name, MAX_NAME_BYTES),
         status,
         output: None,
         error: Some(error),

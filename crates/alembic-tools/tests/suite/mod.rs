@@ -1,4 +1,5 @@
 mod audit;
+mod audit_bounds;
 mod audit_query;
 mod module_graph;
 mod normalise;

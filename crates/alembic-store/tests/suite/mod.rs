@@ -1,0 +1,1 @@
+mod database_file;
