@@ -122,12 +122,20 @@ async fn a_skill_md_linked_to_a_system_file_is_refused() {
     // A relative link climbing out with `..` is the same escape.
     std::fs::create_dir_all(fx.skills().join("climb")).unwrap();
     let up = "../".repeat(fx.skills().join("climb").components().count());
-    symlink(format!("{up}etc/hostname"), fx.skills().join("climb/SKILL.md")).unwrap();
+    symlink(
+        format!("{up}etc/hostname"),
+        fx.skills().join("climb/SKILL.md"),
+    )
+    .unwrap();
     for name in ["host", "climb"] {
         let err = fx.source().read(name).unwrap_err().to_string();
         assert!(err.contains("outside the project root"), "{err}");
     }
-    let probe = if content.trim().is_empty() { SECRET } else { content.trim() };
+    let probe = if content.trim().is_empty() {
+        SECRET
+    } else {
+        content.trim()
+    };
     assert_refused_everywhere(&fx, "host", probe).await;
 }
 
@@ -168,9 +176,15 @@ async fn a_skills_directory_linked_out_of_the_project_publishes_nothing() {
     let read = s
         .request(2, "resources/read", json!({"uri": "alembic://skill/leak"}))
         .await;
-    assert!(read["error"].is_object() && !read.to_string().contains(SECRET), "{read}");
+    assert!(
+        read["error"].is_object() && !read.to_string().contains(SECRET),
+        "{read}"
+    );
     let got = s.request(3, "prompts/get", json!({"name": "leak"})).await;
-    assert!(got["error"].is_object() && !got.to_string().contains(SECRET), "{got}");
+    assert!(
+        got["error"].is_object() && !got.to_string().contains(SECRET),
+        "{got}"
+    );
     s.close().await;
 }
 
@@ -180,10 +194,16 @@ async fn links_that_stay_inside_the_project_are_followed() {
     let docs = fx.root.path().join("docs");
     std::fs::create_dir_all(docs.join("shared")).unwrap();
     std::fs::write(docs.join("inner.md"), skill_text("inner", "Inner body.")).unwrap();
-    std::fs::write(docs.join("shared/SKILL.md"), skill_text("shared", "Shared body.")).unwrap();
+    std::fs::write(
+        docs.join("shared/SKILL.md"),
+        skill_text("shared", "Shared body."),
+    )
+    .unwrap();
     std::fs::create_dir_all(fx.skills().join("inner")).unwrap();
     symlink("../../../docs/inner.md", fx.skills().join("inner/SKILL.md")).unwrap();
-    symlink(docs.join("shared"), fx.skills().join("shared")).unwrap();
+    // relative, as a repository carries them (PathGuard, like the file tools, refuses an
+    // absolute link target even when it names a place inside the root)
+    symlink("../../docs/shared", fx.skills().join("shared")).unwrap();
     let listed: Vec<String> = fx.source().list().into_iter().map(|s| s.name).collect();
     assert_eq!(listed, ["good", "inner", "shared"]);
     let mut s = fx.session().await;
@@ -193,7 +213,9 @@ async fn links_that_stay_inside_the_project_are_followed() {
     let text = read["result"]["contents"][0]["text"].as_str().unwrap();
     assert!(text.contains("Inner body."), "{read}");
     let got = s.request(3, "prompts/get", json!({"name": "shared"})).await;
-    let text = got["result"]["messages"][0]["content"]["text"].as_str().unwrap();
+    let text = got["result"]["messages"][0]["content"]["text"]
+        .as_str()
+        .unwrap();
     assert!(text.contains("Shared body."), "{got}");
     s.close().await;
 }
