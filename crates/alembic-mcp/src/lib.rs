@@ -58,7 +58,7 @@ pub use limits::HttpLimits;
 pub use notify::DEFAULT_POLL;
 pub use resources::ProjectContent;
 pub use server::{AlembicServer, AuditFlush};
-pub use skills::{Skill, SkillDir, SkillSource};
+pub use skills::{Skill, SkillDir, SkillReadError, SkillSource};
 pub use stdio::{LineTransport, MAX_LINE_BYTES};
 
 use std::net::SocketAddr;

@@ -45,7 +45,10 @@ pub fn get(
     name: &str,
     arguments: Option<Map<String, Value>>,
 ) -> Result<GetPromptResult, ErrorData> {
-    let skill = skills.read(name).ok_or_else(|| {
+    let found = skills
+        .read(name)
+        .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
+    let skill = found.ok_or_else(|| {
         let known: Vec<String> = skills.list().into_iter().map(|s| s.name).collect();
         ErrorData::invalid_params(
             format!(
@@ -95,7 +98,7 @@ pub fn complete_argument(
     argument: &str,
     prefix: &str,
 ) -> Vec<String> {
-    let Some(skill) = skills.read(name) else {
+    let Ok(Some(skill)) = skills.read(name) else {
         return Vec::new();
     };
     let Some(schema) = properties(&skill.parameters).and_then(|p| p.get(argument)) else {
@@ -135,6 +138,7 @@ fn required_names(schema: &Value) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::skills::SkillReadError;
     use pretty_assertions::assert_eq;
     use serde_json::json;
 
@@ -144,8 +148,8 @@ mod tests {
         fn list(&self) -> Vec<Skill> {
             vec![self.0.clone()]
         }
-        fn read(&self, name: &str) -> Option<Skill> {
-            (name == self.0.name).then(|| self.0.clone())
+        fn read(&self, name: &str) -> Result<Option<Skill>, SkillReadError> {
+            Ok((name == self.0.name).then(|| self.0.clone()))
         }
     }
 

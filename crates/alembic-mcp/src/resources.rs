@@ -164,10 +164,13 @@ impl ProjectContent {
         match uri {
             ResourceUri::Overview => Ok(None),
             ResourceUri::Recipe(id) => self.recipe(id),
-            ResourceUri::Skill(name) => Ok(self.skills.read(name).map(|s| Body {
-                mime: "text/markdown",
-                text: s.markdown,
-            })),
+            ResourceUri::Skill(name) => match self.skills.read(name) {
+                Ok(skill) => Ok(skill.map(|s| Body {
+                    mime: "text/markdown",
+                    text: s.markdown,
+                })),
+                Err(e) => Err(e.to_string()),
+            },
             ResourceUri::Memories(scope) => self.memories(*scope),
         }
     }

@@ -65,8 +65,11 @@ impl SkillSource for NoSkills {
     fn list(&self) -> Vec<crate::skills::Skill> {
         Vec::new()
     }
-    fn read(&self, _name: &str) -> Option<crate::skills::Skill> {
-        None
+    fn read(
+        &self,
+        _name: &str,
+    ) -> Result<Option<crate::skills::Skill>, crate::skills::SkillReadError> {
+        Ok(None)
     }
 }
 

@@ -4,9 +4,18 @@
 //! for the list and for one skill by name and never parses a skill file itself. [`SkillDir`]
 //! reads today's format (`.alembic/skills/NAME/SKILL.md` plus `schema.json` with
 //! `{name, description, parameters}`, as `alembic forge promote` writes it).
+//!
+//! Invariant: these reads run in the server, outside any sandbox, for any client that may list
+//! resources, so every file is opened through a [`PathGuard`] on the project root. A symbolic
+//! link that stays inside the project is followed; one that leads out (the `SKILL.md`, the
+//! skill's directory or `.alembic/skills` itself) is refused, and the skill is left out of the
+//! listings with a warning. A hard link cannot be told from the file it names, so a hard link
+//! to an outside file that someone placed in the tree is read like any file (git never checks
+//! one out).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use alembic_runtime::safety::{EntryKind, PathError, PathGuard};
 use serde_json::Value;
 
 /// One skill as the server shows it.
@@ -21,28 +30,59 @@ pub struct Skill {
     pub parameters: Value,
 }
 
-/// Where skills come from.
-pub trait SkillSource: Send + Sync {
-    /// Every readable skill, sorted by name.
-    fn list(&self) -> Vec<Skill>;
-    /// One skill; `None` for an unknown or invalid name.
-    fn read(&self, name: &str) -> Option<Skill>;
+/// Why a skill that exists could not be served.
+#[derive(Debug, thiserror::Error)]
+pub enum SkillReadError {
+    /// The file could not be opened beneath the project root (a link out of it, a special
+    /// file, a read error).
+    #[error("skill \"{name}\" cannot be read: {source}")]
+    Refused {
+        name: String,
+        #[source]
+        source: PathError,
+    },
 }
 
-/// Skills under a directory, one folder per skill.
+/// Where skills come from.
+pub trait SkillSource: Send + Sync {
+    /// Every readable skill, sorted by name; unreadable ones are left out (with a warning).
+    fn list(&self) -> Vec<Skill>;
+    /// One skill; `Ok(None)` for an unknown or invalid name.
+    fn read(&self, name: &str) -> Result<Option<Skill>, SkillReadError>;
+}
+
+/// Skills under a directory, one folder per skill, read beneath a confining root.
 #[derive(Debug, Clone)]
 pub struct SkillDir {
-    dir: PathBuf,
+    /// `None` when the root could not be opened: there are no skills then.
+    guard: Option<PathGuard>,
+    /// The skills directory relative to the guard's root.
+    dir: String,
 }
 
 impl SkillDir {
-    pub fn new(dir: impl Into<PathBuf>) -> Self {
-        SkillDir { dir: dir.into() }
+    /// Skills directly under `dir`; nothing is read outside `dir`.
+    pub fn new(dir: impl AsRef<Path>) -> Self {
+        Self::beneath(dir.as_ref(), ".")
     }
 
-    /// The project's skills: `ROOT/.alembic/skills`.
+    /// The project's skills: `ROOT/.alembic/skills`, nothing read outside `ROOT`.
     pub fn for_project(root: &Path) -> Self {
-        Self::new(root.join(".alembic").join("skills"))
+        Self::beneath(root, &format!("{}/skills", alembic_store::STATE_DIR))
+    }
+
+    fn beneath(root: &Path, dir: &str) -> Self {
+        let guard = PathGuard::new(root)
+            .inspect_err(|e| tracing::warn!("skills are not published: {e}"))
+            .ok();
+        SkillDir {
+            guard,
+            dir: dir.to_string(),
+        }
+    }
+
+    fn file(&self, name: &str, file: &str) -> String {
+        format!("{}/{name}/{file}", self.dir)
     }
 }
 
@@ -58,27 +98,49 @@ pub fn is_skill_name(name: &str) -> bool {
 
 impl SkillSource for SkillDir {
     fn list(&self) -> Vec<Skill> {
-        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+        let Some(guard) = &self.guard else {
             return Vec::new();
         };
-        let mut names: Vec<String> = entries
-            .flatten()
-            .filter_map(|e| e.file_name().into_string().ok())
-            .collect();
-        names.sort();
-        names.iter().filter_map(|n| self.read(n)).collect()
+        let entries = match guard.read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(PathError::NotFound { .. }) => return Vec::new(),
+            Err(e) => {
+                tracing::warn!("skills are not published: {e}");
+                return Vec::new();
+            }
+        };
+        // Sorted by name already; a symlinked directory is resolved (and confined) by `read`.
+        entries
+            .into_iter()
+            .filter(|e| matches!(e.kind, EntryKind::Dir | EntryKind::Symlink))
+            .filter_map(|e| match self.read(&e.name) {
+                Ok(skill) => skill,
+                Err(e) => {
+                    tracing::warn!("skill left out of the listings: {e}");
+                    None
+                }
+            })
+            .collect()
     }
 
-    fn read(&self, name: &str) -> Option<Skill> {
-        if !is_skill_name(name) {
-            return None;
-        }
-        let dir = self.dir.join(name);
-        let markdown = std::fs::read_to_string(dir.join("SKILL.md")).ok()?;
-        let schema: Value = std::fs::read_to_string(dir.join("schema.json"))
-            .ok()
-            .and_then(|t| serde_json::from_str(&t).ok())
-            .unwrap_or(Value::Null);
+    fn read(&self, name: &str) -> Result<Option<Skill>, SkillReadError> {
+        let Some(guard) = self.guard.as_ref().filter(|_| is_skill_name(name)) else {
+            return Ok(None);
+        };
+        let refused = |source| SkillReadError::Refused {
+            name: name.to_string(),
+            source,
+        };
+        let markdown = match guard.read_to_string(&self.file(name, "SKILL.md")) {
+            Ok(text) => text,
+            Err(PathError::NotFound { .. } | PathError::NotADirectory { .. }) => return Ok(None),
+            Err(e) => return Err(refused(e)),
+        };
+        let schema: Value = match guard.read_to_string(&self.file(name, "schema.json")) {
+            Ok(text) => serde_json::from_str(&text).unwrap_or(Value::Null),
+            Err(PathError::NotFound { .. }) => Value::Null,
+            Err(e) => return Err(refused(e)),
+        };
         let description = schema
             .get("description")
             .and_then(Value::as_str)
@@ -90,12 +152,12 @@ impl SkillSource for SkillDir {
             Some(p) if p.is_object() => p.clone(),
             _ => serde_json::json!({"type": "object", "properties": {}}),
         };
-        Some(Skill {
+        Ok(Some(Skill {
             name: name.to_string(),
             description,
             markdown,
             parameters,
-        })
+        }))
     }
 }
 
@@ -128,7 +190,7 @@ mod tests {
         )
         .unwrap();
         std::fs::create_dir_all(tmp.path().join("no-markdown")).unwrap();
-        let skill = skills.read("count-lines").unwrap();
+        let skill = skills.read("count-lines").unwrap().unwrap();
         assert_eq!(skill.description, "Counts lines");
         assert_eq!(
             skill.parameters,
@@ -143,7 +205,7 @@ mod tests {
             ["count-lines"]
         );
         for bad in ["../count-lines", "a/b", "", ".."] {
-            assert_eq!(skills.read(bad), None, "{bad}");
+            assert_eq!(skills.read(bad).unwrap(), None, "{bad}");
         }
     }
 }

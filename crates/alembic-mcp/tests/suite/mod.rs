@@ -4,6 +4,7 @@ mod fuzz_tools;
 mod http;
 mod http_auth;
 mod http_oauth;
+mod skill_links;
 mod support;
 mod surface;
 mod team_knowledge;
