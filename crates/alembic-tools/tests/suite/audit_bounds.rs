@@ -16,8 +16,8 @@ fn state_bytes(root: &std::path::Path) -> u64 {
         .sum()
 }
 
-#[tokio::test]
-async fn refused_and_invalid_calls_store_a_bounded_prefix_with_size_and_hash() {
+/// A pipeline over the meta tools that audits into a fresh project's log.
+fn audited_pipeline() -> (tempfile::TempDir, Arc<AuditLog>, Arc<Pipeline>) {
     let dir = tempfile::tempdir().unwrap();
     let log = Arc::new(AuditLog::open_project(dir.path()).unwrap());
     let registry = Arc::new(ToolRegistry::new());
@@ -25,6 +25,12 @@ async fn refused_and_invalid_calls_store_a_bounded_prefix_with_size_and_hash() {
     let p = Pipeline::builder(registry, dir.path())
         .audit(log.clone())
         .build();
+    (dir, log, p)
+}
+
+#[tokio::test]
+async fn refused_and_invalid_calls_store_a_bounded_prefix_with_size_and_hash() {
+    let (dir, log, p) = audited_pipeline();
     let huge = "a/".repeat(2 << 20); // 4 MiB
     let before = state_bytes(dir.path());
     let trusted = trusted_caller("cli");
@@ -72,13 +78,7 @@ async fn refused_and_invalid_calls_store_a_bounded_prefix_with_size_and_hash() {
 
 #[tokio::test]
 async fn an_unknown_tool_with_a_huge_name_is_named_by_a_bounded_prefix() {
-    let dir = tempfile::tempdir().unwrap();
-    let log = Arc::new(AuditLog::open_project(dir.path()).unwrap());
-    let registry = Arc::new(ToolRegistry::new());
-    meta::register_tools(&registry).unwrap();
-    let p = Pipeline::builder(registry, dir.path())
-        .audit(log.clone())
-        .build();
+    let (dir, log, p) = audited_pipeline();
     let name = format!("{}é", "x".repeat(3 << 20)); // 3 MiB, a multi-byte character at the end
     let o = p
         .execute(ToolCall::new(
