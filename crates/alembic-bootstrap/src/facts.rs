@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use alembic_code::{CodeService, ProjectGraph};
+use alembic_safety::PathGuard;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
@@ -60,13 +61,14 @@ pub struct Facts {
 
 /// The agent guideline files of the project (AGENTS.md, CLAUDE.md, Cursor and Copilot rules)
 /// as scanned files without a language, so their lines can be cited and fingerprinted.
-fn guideline_files(root: &Path) -> Vec<SourceFile> {
+fn guideline_files(root: &Path, guard: &PathGuard) -> Vec<SourceFile> {
     crate::extract::guidelines::find(root)
         .into_iter()
         .filter_map(|path| {
-            let abs = root.join(&path);
-            let small = std::fs::metadata(&abs).is_ok_and(|m| m.len() <= MAX_FILE_BYTES);
-            let text = std::fs::read_to_string(&abs).ok().filter(|_| small)?;
+            let small = guard
+                .metadata(&path)
+                .is_ok_and(|m| m.size <= MAX_FILE_BYTES);
+            let text = guard.read_to_string(&path).ok().filter(|_| small)?;
             Some(SourceFile {
                 language: None,
                 is_test: false,
@@ -128,14 +130,16 @@ impl Facts {
         code: &CodeService,
         max_files: Option<usize>,
     ) -> Result<Facts, BootstrapError> {
+        let guard = PathGuard::new(root).map_err(|e| BootstrapError::NoProject(e.to_string()))?;
         let found = alembic_code::walk::walk_files(root, &wanted);
         let mut files = Vec::new();
         for f in found.into_iter().filter(|f| f.size <= MAX_FILE_BYTES) {
             if max_files.is_some_and(|m| files.len() >= m) {
                 break;
             }
-            let Ok(text) = std::fs::read_to_string(&f.abs) else {
-                continue; // not UTF-8: not a source we can cite
+            // Through the guard: a file swapped for a link after the walk is not read.
+            let Ok(text) = guard.read_to_string(&f.rel) else {
+                continue; // not UTF-8 (or gone): not a source we can cite
             };
             files.push(SourceFile {
                 language: detect::language_of(&f.rel),
@@ -144,7 +148,7 @@ impl Facts {
                 text,
             });
         }
-        files.extend(guideline_files(root));
+        files.extend(guideline_files(root, &guard));
         files.sort_by(|a, b| a.path.cmp(&b.path));
         let graph = code.graph()?;
         let profile = detect::detect(&files);

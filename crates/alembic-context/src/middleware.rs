@@ -178,10 +178,13 @@ impl LoopMemory {
         if let Some(items) = array_field(&call.args, &["filePaths", "paths"]) {
             paths.extend(items.iter().filter_map(Value::as_str).map(str::to_string));
         }
+        // Through the guard, as the read itself goes: a link out, a FIFO or a device is not
+        // hashed (the call is then not cached), never read.
+        let guard = alembic_safety::PathGuard::new(&self.project_root).ok()?;
         paths
             .into_iter()
             .map(|p| {
-                let bytes = std::fs::read(self.project_root.join(&p)).ok()?;
+                let bytes = guard.read(&p).ok()?;
                 Some((p, hex::encode(Sha256::digest(&bytes))))
             })
             .collect()

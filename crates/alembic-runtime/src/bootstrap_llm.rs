@@ -225,6 +225,9 @@ fn finding(root: &Path, dim: &Dimension, mut entry: NewEntry, importance: u8) ->
 /// project; a line past the end, or none, cites line 1 (the file as a whole).
 pub fn cited(root: &Path, sources: &[String]) -> Vec<Evidence> {
     let mut out: Vec<Evidence> = Vec::new();
+    let Ok(guard) = alembic_safety::PathGuard::new(root) else {
+        return out;
+    };
     for source in sources {
         let (file, line) = split_line(source.trim());
         let file = file.trim_start_matches("./");
@@ -237,7 +240,8 @@ pub fn cited(root: &Path, sources: &[String]) -> Vec<Evidence> {
         {
             continue;
         }
-        let Ok(text) = std::fs::read_to_string(root.join(rel)) else {
+        // Through the guard: a cited link out of the project is no evidence.
+        let Ok(text) = guard.read_to_string(file) else {
             continue;
         };
         let lines = text.lines().count().max(1);

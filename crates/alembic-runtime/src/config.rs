@@ -5,6 +5,9 @@ use std::path::{Path, PathBuf};
 use alembic_tools::PresetCatalog;
 use serde::Deserialize;
 
+/// The project config file, relative to the root.
+const CONFIG_FILE: &str = ".alembic/config.toml";
+
 /// The commented file `alembic init` writes. Every setting is optional.
 pub const DEFAULT_CONFIG: &str = r#"# Alembic project configuration. Every setting is optional; the values shown are the defaults.
 
@@ -131,7 +134,7 @@ pub enum ConfigError {
     #[error("cannot read {path}: {source}")]
     Read {
         path: PathBuf,
-        source: std::io::Error,
+        source: alembic_safety::PathError,
     },
     #[error("{path} is not valid: {message}")]
     Invalid { path: PathBuf, message: String },
@@ -186,15 +189,19 @@ pub struct ProjectConfig {
 impl ProjectConfig {
     /// Path of the config file of a project.
     pub fn path_for(root: &Path) -> PathBuf {
-        root.join(alembic_store::STATE_DIR).join("config.toml")
+        root.join(CONFIG_FILE)
     }
 
     /// Loads the project's config; a missing file means all defaults.
     pub fn load(root: &Path) -> Result<Self, ConfigError> {
         let path = Self::path_for(root);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        // Through the guard: a config linked out of the project is refused, never read (its
+        // text would show in parse errors).
+        let read = alembic_safety::PathGuard::new(root)
+            .and_then(|guard| guard.read_text_if_exists(CONFIG_FILE));
+        let text = match read {
+            Ok(Some(t)) => t,
+            Ok(None) => {
                 return Ok(ProjectConfig {
                     presets: PresetCatalog::builtin(),
                     ..Default::default()

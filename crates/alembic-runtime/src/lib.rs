@@ -239,7 +239,7 @@ impl ProjectRuntime {
     pub fn open(root: &Path) -> Result<Self, RuntimeError> {
         let absolute = project_root(root)?;
         let state = absolute.join(alembic_store::STATE_DIR);
-        std::fs::create_dir_all(&state).map_err(|e| RuntimeError::Layout {
+        alembic_store::layout::state_dir(&absolute).map_err(|e| RuntimeError::Layout {
             path: state.clone(),
             message: e.to_string(),
         })?;

@@ -25,6 +25,11 @@ pub enum SkillError {
         "{path} is a symbolic link; skills are written only to real directories beneath the project"
     )]
     Symlink { path: PathBuf },
+    #[error("cannot read skill file {path}: {source}")]
+    Confined {
+        path: String,
+        source: alembic_safety::PathError,
+    },
     #[error("cannot {action} {path}: {source}")]
     Io {
         action: &'static str,

@@ -172,13 +172,20 @@ pub fn read_skill(root: &Path, name: &str) -> Result<FoundSkill, SkillError> {
 
 /// Reads `.alembic/skills/<name>/SKILL.md`; `Ok(None)` when there is no such file.
 fn read_project_skill(root: &Path, name: &str) -> Result<Option<FoundSkill>, SkillError> {
-    let path = skills_dir(root).join(name).join(SKILL_FILE);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(SkillError::io("read", &path, e)),
-    };
     validate_name(name)?;
+    let path = skills_dir(root).join(name).join(SKILL_FILE);
+    // Through the guard: a SKILL.md (or skill directory) linked out of the project is
+    // refused, never read, as the MCP resources and prompts read it.
+    let rel = format!(
+        "{}/{SKILLS_DIR}/{name}/{SKILL_FILE}",
+        alembic_store::STATE_DIR
+    );
+    let read = alembic_safety::PathGuard::new(root).and_then(|g| g.read_text_if_exists(&rel));
+    let text = match read {
+        Ok(Some(text)) => text,
+        Ok(None) => return Ok(None),
+        Err(source) => return Err(SkillError::Confined { path: rel, source }),
+    };
     let skill = Skill::parse(&text, &path.display().to_string())?;
     if skill.name != name {
         return Err(SkillError::Parse {

@@ -216,6 +216,10 @@ fn tool_error(e: SkillError, key: &str) -> ToolError {
         | SkillError::Reserved { .. }
         | SkillError::Invalid { .. }) => ToolError::Invalid(e.to_string()),
         e @ SkillError::Symlink { .. } => ToolError::refused("skill-path", e.to_string()),
+        SkillError::Confined { ref source, .. } if source.is_confinement() => {
+            ToolError::refused(source.rule(), e.to_string())
+        }
+        e @ SkillError::Confined { .. } => ToolError::failed(e.to_string()),
         e @ (SkillError::Parse { .. } | SkillError::Io { .. }) => ToolError::failed(e.to_string()),
     }
 }

@@ -30,6 +30,11 @@ pub(crate) enum Existing {
 
 /// Checks an existing database file: its header, and its mode (tightened to 0600).
 pub(crate) fn check_existing(path: &Path) -> Result<Existing, StoreError> {
+    // A repository can ship `.alembic/alembic.db` or its `-wal`/`-shm`/`-journal` companions
+    // as links: SQLite would follow them and write (or truncate) whatever they point to.
+    for companion in std::iter::once(path.to_path_buf()).chain(companions(path)) {
+        refuse_link(&companion)?;
+    }
     let mut file = match std::fs::File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Existing::Missing),
@@ -107,18 +112,27 @@ pub(crate) fn link_into_place(tmp: &Path, path: &Path) -> Result<(), StoreError>
 
 /// Makes the database and its `-wal`/`-shm`/`-journal` files 0600 where they are looser.
 pub(crate) fn tighten(path: &Path) -> Result<(), StoreError> {
-    for suffix in ["", "-wal", "-shm", "-journal"] {
-        let mut name = path.as_os_str().to_os_string();
-        name.push(suffix);
-        tighten_one(Path::new(&name))?;
+    for file in std::iter::once(path.to_path_buf()).chain(companions(path)) {
+        refuse_link(&file)?;
+        tighten_one(&file)?;
     }
     Ok(())
+}
+
+/// The files SQLite keeps beside a database: WAL, shared memory, rollback journal.
+fn companions(path: &Path) -> impl Iterator<Item = PathBuf> + '_ {
+    ["-wal", "-shm", "-journal"].into_iter().map(move |suffix| {
+        let mut name = path.as_os_str().to_os_string();
+        name.push(suffix);
+        PathBuf::from(name)
+    })
 }
 
 #[cfg(unix)]
 fn tighten_one(path: &Path) -> Result<(), StoreError> {
     use std::os::unix::fs::PermissionsExt;
-    let meta = match std::fs::metadata(path) {
+    // Not following links: a link was refused above, and chmod must never reach its target.
+    let meta = match std::fs::symlink_metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(source) => return Err(read_error(path, source)),
@@ -140,4 +154,14 @@ fn tighten_one(path: &Path) -> Result<(), StoreError> {
 #[cfg(not(unix))]
 fn tighten_one(_path: &Path) -> Result<(), StoreError> {
     Ok(())
+}
+
+/// Refuses a symbolic link at `path` (a missing path is fine).
+pub(crate) fn refuse_link(path: &Path) -> Result<(), StoreError> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => Err(StoreError::Link {
+            path: path.to_path_buf(),
+        }),
+        _ => Ok(()),
+    }
 }

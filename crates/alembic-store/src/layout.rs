@@ -9,7 +9,7 @@
 //! writes it, and replaces the old generated one (`*`, which kept skills and saved tools out of
 //! the repository) but never a file someone edited.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::{STATE_DIR, StoreError};
 
@@ -65,14 +65,26 @@ pub enum GitignoreChange {
 
 /// Makes `<root>/.alembic/.gitignore` ignore only the local state: writes it when missing,
 /// replaces it when it is exactly [`LEGACY_GITIGNORE`], and otherwise leaves it alone.
+///
+/// A `.gitignore` that is a link is left alone, neither read nor written through: it may point
+/// anywhere. The file is replaced by renaming a new one over it, which never follows a link.
 pub fn ensure_gitignore(root: &Path) -> Result<GitignoreChange, StoreError> {
-    let path = root.join(STATE_DIR).join(".gitignore");
+    let dir = state_dir(root)?;
+    let path = dir.join(".gitignore");
+    if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Ok(GitignoreChange::Kept);
+    }
     let write = |change| {
-        std::fs::write(&path, GITIGNORE)
+        let tmp = dir.join(".gitignore.tmp");
+        std::fs::write(&tmp, GITIGNORE)
+            .and_then(|()| std::fs::rename(&tmp, &path))
             .map(|()| change)
-            .map_err(|source| StoreError::Write {
-                path: path.clone(),
-                source,
+            .map_err(|source| {
+                let _ = std::fs::remove_file(&tmp);
+                StoreError::Write {
+                    path: path.clone(),
+                    source,
+                }
             })
     };
     match std::fs::read_to_string(&path) {
@@ -81,6 +93,28 @@ pub fn ensure_gitignore(root: &Path) -> Result<GitignoreChange, StoreError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => write(GitignoreChange::Written),
         Err(source) => Err(StoreError::Write { path, source }),
     }
+}
+
+/// `<root>/.alembic`, created when missing. A link there (which a repository can ship) or a
+/// file is refused: the database, keys and audit anchor must live inside the project.
+pub fn state_dir(root: &Path) -> Result<PathBuf, StoreError> {
+    let dir = root.join(STATE_DIR);
+    if let Err(source) = std::fs::create_dir(&dir)
+        && source.kind() != std::io::ErrorKind::AlreadyExists
+    {
+        return Err(StoreError::CreateDir { path: dir, source });
+    }
+    let meta = std::fs::symlink_metadata(&dir).map_err(|source| StoreError::CreateDir {
+        path: dir.clone(),
+        source,
+    })?;
+    if meta.file_type().is_symlink() {
+        return Err(StoreError::Link { path: dir });
+    }
+    if !meta.is_dir() {
+        return Err(StoreError::NotADirectory { path: dir });
+    }
+    Ok(dir)
 }
 
 #[cfg(test)]

@@ -43,6 +43,14 @@ pub enum StoreError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error(
+        "{path} is a symbolic link; alembic keeps its state only in real files inside the project, so it will not follow it: remove the link (or replace it with what it points to) and run the command again"
+    )]
+    Link { path: PathBuf },
+    #[error(
+        "{path} is not a directory; alembic keeps its state in a directory there: move the file aside and run the command again"
+    )]
+    NotADirectory { path: PathBuf },
     #[error("cannot write {path}: {source}")]
     Write {
         path: PathBuf,
@@ -91,11 +99,7 @@ pub fn project_db_path(root: &Path) -> PathBuf {
 
 /// Opens (creating if needed) the project database under `root`, creating `.alembic/`.
 pub fn open_project(root: &Path) -> Result<Connection, StoreError> {
-    let dir = root.join(STATE_DIR);
-    std::fs::create_dir_all(&dir).map_err(|source| StoreError::CreateDir {
-        path: dir.clone(),
-        source,
-    })?;
+    let dir = layout::state_dir(root)?;
     open(&dir.join(DB_FILE))
 }
 

@@ -37,9 +37,11 @@ pub struct GuardAudit {
 /// Runs the project's guard rules over the non-test sources of `files`. A project rules file
 /// that does not parse is an error naming the file.
 pub fn audit(root: &Path, files: &[SourceFile]) -> Result<GuardAudit, BootstrapError> {
-    let project = match std::fs::read_to_string(root.join(PROJECT_RULES_PATH)) {
-        Ok(text) => Some(text),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+    // Through the guard: a rules file linked out of the project is refused, never read.
+    let read = alembic_safety::PathGuard::new(root)
+        .and_then(|guard| guard.read_text_if_exists(PROJECT_RULES_PATH));
+    let project = match read {
+        Ok(text) => text,
         Err(e) => {
             return Err(BootstrapError::Config(format!(
                 "{PROJECT_RULES_PATH}: cannot read it: {e}"

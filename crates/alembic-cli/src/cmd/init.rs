@@ -27,9 +27,14 @@ pub fn run(args: InitArgs) -> CmdResult {
             root.display()
         )));
     }
-    let dir = root.join(alembic_runtime::store::STATE_DIR);
-    fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let dir = layout::state_dir(root)?;
     let config = alembic_runtime::ProjectConfig::path_for(root);
+    if fs::symlink_metadata(&config).is_ok_and(|m| m.file_type().is_symlink()) {
+        anyhow::bail!(crate::exit::UsageError(format!(
+            "{} is a symbolic link; alembic neither reads nor writes project files through links: replace it with a plain file",
+            config.display()
+        )));
+    }
     if config.exists() && !args.force {
         println!(
             "{} already exists (use --force to rewrite it)",

@@ -50,3 +50,4 @@ extract_key = "matches"
 tool = "list_project_structure"
 args = { depth = 1 }
 "#;
+mod server_reads_cli;

@@ -19,6 +19,8 @@ use serde::{Deserialize, Serialize};
 use crate::path::PathGuard;
 use safe::{ExtraEntry, Scope};
 
+/// The project config file, relative to the root.
+const CONFIG_PATH: &str = ".alembic/config.toml";
 /// Longest script the policy will consider for an allow.
 const MAX_SCRIPT_BYTES: usize = 8 * 1024;
 
@@ -201,12 +203,11 @@ impl CommandPolicy {
 
     /// Reads the `[safety]` table of `<root>/.alembic/config.toml` (absent file → defaults).
     pub fn load_config(root: &Path) -> Result<PolicyConfig, PolicyError> {
-        let path = root.join(".alembic").join("config.toml");
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(PolicyConfig::default());
-            }
+        let path = root.join(CONFIG_PATH);
+        // Through the guard: a config linked out of the project is refused, never read.
+        let text = match PathGuard::new(root).and_then(|g| g.read_text_if_exists(CONFIG_PATH)) {
+            Ok(Some(text)) => text,
+            Ok(None) => return Ok(PolicyConfig::default()),
             Err(e) => return Err(config_error(&path, e.to_string())),
         };
         #[derive(Deserialize)]

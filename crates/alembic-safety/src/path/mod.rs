@@ -7,6 +7,7 @@
 
 mod error;
 mod lexical;
+mod optional;
 mod protected;
 mod remove;
 mod resolve;

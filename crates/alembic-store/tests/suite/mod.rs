@@ -1,1 +1,2 @@
 mod database_file;
+mod state_links;
