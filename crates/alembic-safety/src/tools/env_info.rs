@@ -139,7 +139,7 @@ fn probe(guard: &PathGuard, program: &str, args: &[&str], git: bool) -> Option<S
         .timeout(PROBE_TIMEOUT)
         .output_limit(4096);
     if git {
-        request = hardened_git_env()
+        request = hardened_git_env(guard)
             .into_iter()
             .fold(request, |r, (k, v)| r.env(k, v));
     }
@@ -199,7 +199,7 @@ fn git_section(guard: &PathGuard) -> Value {
 }
 
 fn git_full(guard: &PathGuard, args: &[&str]) -> Option<String> {
-    let request = hardened_git_env()
+    let request = hardened_git_env(guard)
         .into_iter()
         .fold(
             SpawnRequest::new("git").args(args.iter().copied()),

@@ -133,12 +133,8 @@ async fn run_command(
     // A negative timeout (refused by the schema before a pipeline call) means the default.
     let timeout_ms = u64::try_from(args.timeout).unwrap_or(DEFAULT_TIMEOUT_MS);
     let cancel = Arc::new(AtomicBool::new(false));
-    let request = hardened_git_env()
-        .into_iter()
-        .fold(
-            SpawnRequest::new("sh").args(["-c", command.as_str()]),
-            |r, (k, v)| r.env(k, v),
-        )
+    let request = SpawnRequest::new("sh")
+        .args(["-c", command.as_str()])
         .cwd(cwd.clone())
         .timeout(Duration::from_millis(timeout_ms))
         .cancel_flag(Arc::clone(&cancel))
@@ -151,7 +147,15 @@ async fn run_command(
         cancel.store(true, std::sync::atomic::Ordering::Relaxed);
     });
     let guard = services.guard.clone();
-    let result = tokio::task::spawn_blocking(move || spawn::run(&guard, request)).await;
+    // Any allowed program may run git (a configured tool can too), so every script gets
+    // the hardened git environment, listed from the repository's config at run time.
+    let result = tokio::task::spawn_blocking(move || {
+        let request = hardened_git_env(&guard)
+            .into_iter()
+            .fold(request, |r, (k, v)| r.env(k, v));
+        spawn::run(&guard, request)
+    })
+    .await;
     watcher.abort();
     let output = result
         .map_err(|e| ToolError::Failed(format!("command task failed: {e}")))?

@@ -1,0 +1,233 @@
+//! The environment every git child runs with: pinned to the project's repository, and
+//! with every config key that names a program overridden.
+//!
+//! Repository config (`.git/config`, `config.worktree`, anything it includes) and
+//! attributes (`.gitattributes`, `.git/info/attributes`) are attacker-controlled. Git
+//! reads `GIT_CONFIG_COUNT` entries last (command-line scope), so each override below
+//! beats whatever the repository says. Attributes cannot be switched off
+//! (`info/attributes` is always read), so instead every driver they could name is
+//! neutralised: the repository's config is listed first (by git itself, includes
+//! and conditions evaluated as the real command will) and each `diff.*`, `filter.*`
+//! and `merge.*` driver found gets a harmless replacement.
+
+use crate::path::{Access, PathGuard};
+use crate::spawn::{self, SpawnRequest};
+
+/// Fixed overrides: keys that name a program, fetch, or let the repository leave the root.
+const FIXED: &[(&str, &str)] = &[
+    // A folder shaped like a bare repository is never used unless named by GIT_DIR.
+    ("safe.bareRepository", "explicit"),
+    ("core.fsmonitor", "false"),
+    ("core.hooksPath", "/dev/null"),
+    ("core.pager", "cat"),
+    ("core.editor", "false"),
+    ("sequence.editor", "false"),
+    ("core.askPass", "false"),
+    ("core.sshCommand", "false"),
+    ("core.alternateRefsCommand", "true"),
+    ("core.attributesFile", "/dev/null"),
+    ("core.untrackedCache", "false"),
+    // An empty helper resets the list: no credential helper runs.
+    ("credential.helper", ""),
+    ("protocol.allow", "never"),
+    ("gpg.program", "false"),
+    ("gpg.openpgp.program", "false"),
+    ("gpg.x509.program", "false"),
+    ("gpg.ssh.program", "false"),
+    ("log.showSignature", "false"),
+    // An empty value clears the list; the file could be outside the root.
+    ("blame.ignoreRevsFile", ""),
+    ("diff.trustExitCode", "false"),
+    ("submodule.recurse", "false"),
+    ("gc.auto", "0"),
+    ("maintenance.auto", "false"),
+    ("color.ui", "false"),
+];
+
+/// Replaces an external diff program: the same unified diff, made by diff(1) from the
+/// two files git hands over (`path old-file old-hex old-mode new-file …`).
+const SAFE_EXTERNAL_DIFF: &str =
+    r#"f() { diff -u --label "a/$1" --label "b/$1" -- "$2" "$5"; test $? -le 1; }; f"#;
+
+/// Where git keeps the project's repository, or why git must find none.
+enum Repository {
+    /// `<root>/.git` (a directory or a `gitdir:` file) resolves inside the root.
+    Pinned(String),
+    /// No `.git` at the root: git runs as outside any repository.
+    Absent(String),
+    /// `.git` is a link leading out of the root, or its config could not be listed.
+    Refused,
+}
+
+/// Environment for a script that may run git: the repository pinned to the project
+/// root (no discovery into nested or enclosing folders), no system or global config,
+/// and no key that names a program left as the repository set it.
+pub fn hardened_git_env(guard: &PathGuard) -> Vec<(String, String)> {
+    let root = guard.root().to_string_lossy().into_owned();
+    let repository = locate(guard);
+    let mut settings: Vec<(String, String)> = FIXED
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    let git_dir = match &repository {
+        Repository::Pinned(dir) => match listed_config(guard, dir, &root, &settings) {
+            Some(keys) => {
+                settings.extend(driver_overrides(&keys));
+                dir.clone()
+            }
+            None => "/dev/null".to_owned(),
+        },
+        Repository::Absent(dir) => dir.clone(),
+        Repository::Refused => "/dev/null".to_owned(),
+    };
+    let mut env = pinning(&git_dir, &root);
+    env.extend(config_env(&settings));
+    env
+}
+
+fn locate(guard: &PathGuard) -> Repository {
+    let dot_git = guard.root().join(".git");
+    if std::fs::symlink_metadata(&dot_git).is_err() {
+        return Repository::Absent(dot_git.to_string_lossy().into_owned());
+    }
+    match guard.check(".git", Access::Read) {
+        Ok(_) => Repository::Pinned(dot_git.to_string_lossy().into_owned()),
+        Err(_) => Repository::Refused,
+    }
+}
+
+fn pinning(git_dir: &str, root: &str) -> Vec<(String, String)> {
+    let parent = std::path::Path::new(root)
+        .parent()
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    [
+        ("GIT_DIR", git_dir),
+        ("GIT_WORK_TREE", root),
+        // Children that clear GIT_DIR (submodules) still never climb above the root.
+        ("GIT_CEILING_DIRECTORIES", parent.as_str()),
+        ("GIT_CONFIG_NOSYSTEM", "1"),
+        ("GIT_CONFIG_GLOBAL", "/dev/null"),
+        ("GIT_ATTR_NOSYSTEM", "1"),
+        // A partial clone would fetch missing objects, through a transport the config picks.
+        ("GIT_NO_LAZY_FETCH", "1"),
+        ("GIT_ALLOW_PROTOCOL", "none"),
+        ("GIT_TERMINAL_PROMPT", "0"),
+        ("GIT_OPTIONAL_LOCKS", "0"),
+        ("GIT_PAGER", "cat"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect()
+}
+
+fn config_env(settings: &[(String, String)]) -> Vec<(String, String)> {
+    let mut env = vec![("GIT_CONFIG_COUNT".to_owned(), settings.len().to_string())];
+    for (i, (key, value)) in settings.iter().enumerate() {
+        env.push((format!("GIT_CONFIG_KEY_{i}"), key.clone()));
+        env.push((format!("GIT_CONFIG_VALUE_{i}"), value.clone()));
+    }
+    env
+}
+
+/// Every key of the repository's effective config, as git itself reads it; `None`
+/// when git cannot list it (then git must not run against this repository at all).
+fn listed_config(
+    guard: &PathGuard,
+    git_dir: &str,
+    root: &str,
+    settings: &[(String, String)],
+) -> Option<Vec<String>> {
+    let mut request = SpawnRequest::new("git")
+        .args(["config", "--list", "--name-only", "-z"])
+        .timeout(std::time::Duration::from_secs(10))
+        .output_limit(4 * 1024 * 1024);
+    for (key, value) in pinning(git_dir, root)
+        .into_iter()
+        .chain(config_env(settings))
+    {
+        request = request.env(key, value);
+    }
+    let out = spawn::run(guard, request).ok()?;
+    if out.exit_code != Some(0) || out.truncated {
+        return None;
+    }
+    Some(
+        out.stdout
+            .split('\0')
+            .filter(|k| !k.is_empty())
+            .map(str::to_owned)
+            .collect(),
+    )
+}
+
+/// Harmless replacements for every driver a repository defines.
+fn driver_overrides(keys: &[String]) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    let mut push = |key: String, value: &str| {
+        if !out.iter().any(|(k, _)| *k == key) {
+            out.push((key, value.to_owned()));
+        }
+    };
+    for key in keys {
+        // `git config --list` lower-cases the section and the key, never the subsection.
+        if key == "diff.external" {
+            push(key.clone(), SAFE_EXTERNAL_DIFF);
+            continue;
+        }
+        let Some((section, rest)) = key.split_once('.') else {
+            continue;
+        };
+        let Some((name, _)) = rest.rsplit_once('.') else {
+            continue;
+        };
+        match section {
+            "diff" => {
+                push(format!("diff.{name}.command"), SAFE_EXTERNAL_DIFF);
+                push(format!("diff.{name}.textconv"), "cat");
+                push(format!("diff.{name}.cachetextconv"), "false");
+                push(format!("diff.{name}.trustExitCode"), "false");
+            }
+            // An empty clean, smudge or process command means no filter.
+            "filter" => {
+                for part in ["clean", "smudge", "process"] {
+                    push(format!("filter.{name}.{part}"), "");
+                }
+                push(format!("filter.{name}.required"), "false");
+            }
+            "merge" => push(format!("merge.{name}.driver"), "false"),
+            _ => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn every_driver_subsection_gets_an_override() {
+        let keys: Vec<String> = ["core.bare", "diff.P.q.textconv", "filter.lfs.clean"]
+            .map(str::to_owned)
+            .to_vec();
+        let keys: Vec<String> = driver_overrides(&keys)
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "diff.P.q.command",
+                "diff.P.q.textconv",
+                "diff.P.q.cachetextconv",
+                "diff.P.q.trustExitCode",
+                "filter.lfs.clean",
+                "filter.lfs.smudge",
+                "filter.lfs.process",
+                "filter.lfs.required",
+            ]
+        );
+    }
+}
