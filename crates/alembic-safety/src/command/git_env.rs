@@ -35,14 +35,42 @@ const FIXED: &[(&str, &str)] = &[
     ("gpg.x509.program", "false"),
     ("gpg.ssh.program", "false"),
     ("log.showSignature", "false"),
-    // An empty value clears the list; the file could be outside the root.
-    ("blame.ignoreRevsFile", ""),
+    // The mailmap rewrites shown names from a file that could be outside the root.
+    ("mailmap.file", "/dev/null"),
     ("diff.trustExitCode", "false"),
     ("submodule.recurse", "false"),
     ("gc.auto", "0"),
     ("maintenance.auto", "false"),
     ("color.ui", "false"),
 ];
+
+/// Why git cannot be made safe to run against this project's repository.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GitEnvError {
+    /// `<root>/.git` is a link that leads out of the project.
+    #[error("{path}/.git leads outside the project root, so git would read another repository")]
+    LinkOutside {
+        /// The project root.
+        path: String,
+    },
+    /// `git config --list` failed, so the drivers it defines are unknown.
+    #[error("cannot list the repository's git config ({message}); git is not run against it")]
+    ConfigUnlisted {
+        /// What git said.
+        message: String,
+    },
+    /// A key names a file outside the root that git would read and echo.
+    #[error(
+        "the repository's git config sets {key} = {value:?}, a file outside the project that git would read; remove the key to use git here"
+    )]
+    ReadsOutside {
+        /// The key as git lists it.
+        key: String,
+        /// Its value.
+        value: String,
+    },
+}
 
 /// Replaces an external diff program: the same unified diff, made by diff(1) from the
 /// two files git hands over (`path old-file old-hex old-mode new-file …`).
@@ -55,34 +83,63 @@ enum Repository {
     Pinned(String),
     /// No `.git` at the root: git runs as outside any repository.
     Absent(String),
-    /// `.git` is a link leading out of the root, or its config could not be listed.
+    /// `.git` is a link leading out of the root.
     Refused,
 }
 
 /// Environment for a script that may run git: the repository pinned to the project
 /// root (no discovery into nested or enclosing folders), no system or global config,
 /// and no key that names a program left as the repository set it.
-pub fn hardened_git_env(guard: &PathGuard) -> Vec<(String, String)> {
+pub fn hardened_git_env(guard: &PathGuard) -> Result<Vec<(String, String)>, GitEnvError> {
     let root = guard.root().to_string_lossy().into_owned();
-    let repository = locate(guard);
-    let mut settings: Vec<(String, String)> = FIXED
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect();
-    let git_dir = match &repository {
-        Repository::Pinned(dir) => match listed_config(guard, dir, &root, &settings) {
-            Some(keys) => {
-                settings.extend(driver_overrides(&keys));
-                dir.clone()
-            }
-            None => "/dev/null".to_owned(),
-        },
-        Repository::Absent(dir) => dir.clone(),
-        Repository::Refused => "/dev/null".to_owned(),
+    let mut settings = fixed_settings();
+    let git_dir = match locate(guard) {
+        Repository::Pinned(dir) => {
+            let entries = listed_config(guard, &dir, &root, &settings)?;
+            check_file_keys(guard, &entries)?;
+            settings.extend(driver_overrides(&entries));
+            dir
+        }
+        Repository::Absent(dir) => dir,
+        Repository::Refused => return Err(GitEnvError::LinkOutside { path: root }),
     };
     let mut env = pinning(&git_dir, &root);
     env.extend(config_env(&settings));
+    Ok(env)
+}
+
+/// The environment when [`hardened_git_env`] failed: git finds no repository at all, so
+/// a program that runs git behind the script's back reads nothing from the project.
+pub fn git_disabled_env(guard: &PathGuard) -> Vec<(String, String)> {
+    let root = guard.root().to_string_lossy().into_owned();
+    let mut env = pinning("/dev/null", &root);
+    env.extend(config_env(&fixed_settings()));
     env
+}
+
+fn fixed_settings() -> Vec<(String, String)> {
+    FIXED
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+/// Keys whose value is a file git reads and may echo: only in-root relative paths pass.
+fn check_file_keys(guard: &PathGuard, entries: &[(String, String)]) -> Result<(), GitEnvError> {
+    for (key, value) in entries {
+        if key != "blame.ignorerevsfile" || value.is_empty() {
+            continue;
+        }
+        let inside =
+            !value.starts_with(['/', '~', '%']) && guard.check(value, Access::Read).is_ok();
+        if !inside {
+            return Err(GitEnvError::ReadsOutside {
+                key: key.clone(),
+                value: value.clone(),
+            });
+        }
+    }
+    Ok(())
 }
 
 fn locate(guard: &PathGuard) -> Repository {
@@ -130,16 +187,16 @@ fn config_env(settings: &[(String, String)]) -> Vec<(String, String)> {
     env
 }
 
-/// Every key of the repository's effective config, as git itself reads it; `None`
-/// when git cannot list it (then git must not run against this repository at all).
+/// Every entry (key, value) of the repository's effective config, as git itself reads
+/// it: includes and conditions evaluated as the real command will.
 fn listed_config(
     guard: &PathGuard,
     git_dir: &str,
     root: &str,
     settings: &[(String, String)],
-) -> Option<Vec<String>> {
+) -> Result<Vec<(String, String)>, GitEnvError> {
     let mut request = SpawnRequest::new("git")
-        .args(["config", "--list", "--name-only", "-z"])
+        .args(["config", "--list", "-z"])
         .timeout(std::time::Duration::from_secs(10))
         .output_limit(4 * 1024 * 1024);
     for (key, value) in pinning(git_dir, root)
@@ -148,28 +205,31 @@ fn listed_config(
     {
         request = request.env(key, value);
     }
-    let out = spawn::run(guard, request).ok()?;
+    let unlisted = |message: String| GitEnvError::ConfigUnlisted { message };
+    let out = spawn::run(guard, request).map_err(|e| unlisted(e.to_string()))?;
     if out.exit_code != Some(0) || out.truncated {
-        return None;
+        return Err(unlisted(out.stderr.trim().to_owned()));
     }
-    Some(
-        out.stdout
-            .split('\0')
-            .filter(|k| !k.is_empty())
-            .map(str::to_owned)
-            .collect(),
-    )
+    Ok(out
+        .stdout
+        .split('\0')
+        .filter(|e| !e.is_empty())
+        .map(|e| match e.split_once('\n') {
+            Some((k, v)) => (k.to_owned(), v.to_owned()),
+            None => (e.to_owned(), String::new()),
+        })
+        .collect())
 }
 
 /// Harmless replacements for every driver a repository defines.
-fn driver_overrides(keys: &[String]) -> Vec<(String, String)> {
+fn driver_overrides(entries: &[(String, String)]) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
     let mut push = |key: String, value: &str| {
         if !out.iter().any(|(k, _)| *k == key) {
             out.push((key, value.to_owned()));
         }
     };
-    for key in keys {
+    for (key, _) in entries {
         // `git config --list` lower-cases the section and the key, never the subsection.
         if key == "diff.external" {
             push(key.clone(), SAFE_EXTERNAL_DIFF);
@@ -209,8 +269,8 @@ mod tests {
 
     #[test]
     fn every_driver_subsection_gets_an_override() {
-        let keys: Vec<String> = ["core.bare", "diff.P.q.textconv", "filter.lfs.clean"]
-            .map(str::to_owned)
+        let keys: Vec<(String, String)> = ["core.bare", "diff.P.q.textconv", "filter.lfs.clean"]
+            .map(|k| (k.to_owned(), "x".to_owned()))
             .to_vec();
         let keys: Vec<String> = driver_overrides(&keys)
             .into_iter()

@@ -20,7 +20,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::path::PathGuard;
-pub use git_env::hardened_git_env;
+pub use git_env::{GitEnvError, git_disabled_env, hardened_git_env};
 use safe::{ExtraEntry, Scope};
 
 /// Longest script the policy will consider for an allow.

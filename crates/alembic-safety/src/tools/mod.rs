@@ -20,7 +20,7 @@ use alembic_tools::{
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::command::{CommandPolicy, CommandVerdict, hardened_git_env};
+use crate::command::{CommandPolicy, CommandVerdict, git_disabled_env, hardened_git_env};
 use crate::path::{PathError, PathGuard, PathLimits, WriteMode};
 use crate::spawn::{self, ProcessOutput, SpawnRequest};
 
@@ -148,17 +148,27 @@ async fn run_command(
     });
     let guard = services.guard.clone();
     // Any allowed program may run git (a configured tool can too), so every script gets
-    // the hardened git environment, listed from the repository's config at run time.
+    // the hardened git environment, listed from the repository's config at run time. When
+    // git cannot be made safe here, a script naming git is refused and any other script
+    // runs with git finding no repository.
+    let names_git = command.contains("git");
     let result = tokio::task::spawn_blocking(move || {
-        let request = hardened_git_env(&guard)
-            .into_iter()
-            .fold(request, |r, (k, v)| r.env(k, v));
-        spawn::run(&guard, request)
+        let env = match hardened_git_env(&guard) {
+            Ok(env) => env,
+            Err(e) if names_git => return Err(e.to_string()),
+            Err(_) => git_disabled_env(&guard),
+        };
+        let request = env.into_iter().fold(request, |r, (k, v)| r.env(k, v));
+        Ok(spawn::run(&guard, request))
     })
     .await;
     watcher.abort();
     let output = result
         .map_err(|e| ToolError::Failed(format!("command task failed: {e}")))?
+        .map_err(|reason| ToolError::Refused {
+            reason,
+            rule: "git.unsafe_repository".into(),
+        })?
         .map_err(|e| ToolError::Failed(e.to_string()))?;
     Ok(command_output(&command, &cwd, &output))
 }
