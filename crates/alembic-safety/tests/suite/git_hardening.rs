@@ -186,9 +186,12 @@ async fn signature_verification_runs_no_configured_program() {
     p.sh("git cat-file commit HEAD > c && { sed -n '1,/^$/p' c | sed '$d'; \
           printf 'gpgsig -----BEGIN PGP SIGNATURE-----\\n \\n x\\n -----END PGP SIGNATURE-----\\n\\n'; \
           sed '1,/^$/d' c; } > d && git update-ref HEAD $(git hash-object -t commit -w d) && rm c d");
+    // Git runs gpg.program directly, not through a shell: the program is a script.
+    p.write("evil.sh", &format!("#!/bin/sh\n{}\n", p.pwn()));
     p.sh(&format!(
-        "git config gpg.program '{}' && git config log.showSignature true",
-        p.pwn()
+        "chmod +x evil.sh && git config gpg.program {root}/evil.sh && git config gpg.ssh.program {root}/evil.sh \
+         && git config log.showSignature true",
+        root = p.fx.root.display()
     ));
     for command in [
         "git log",
