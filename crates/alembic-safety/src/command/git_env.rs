@@ -39,6 +39,7 @@ const FIXED: &[(&str, &str)] = &[
     ("mailmap.file", "/dev/null"),
     ("diff.trustExitCode", "false"),
     ("submodule.recurse", "false"),
+    ("status.submoduleSummary", "false"),
     ("gc.auto", "0"),
     ("maintenance.auto", "false"),
     ("color.ui", "false"),
@@ -55,7 +56,9 @@ pub enum GitEnvError {
         path: String,
     },
     /// `git config --list` failed, so the drivers it defines are unknown.
-    #[error("cannot list the repository's git config ({message}); git is not run against it")]
+    #[error(
+        "cannot list the repository's git config or submodules ({message}); git is not run against it"
+    )]
     ConfigUnlisted {
         /// What git said.
         message: String,
@@ -95,9 +98,12 @@ pub fn hardened_git_env(guard: &PathGuard) -> Result<Vec<(String, String)>, GitE
     let mut settings = fixed_settings();
     let git_dir = match locate(guard) {
         Repository::Pinned(dir) => {
-            let entries = listed_config(guard, &dir, &root, &settings)?;
-            check_file_keys(guard, &entries)?;
-            settings.extend(driver_overrides(&entries));
+            let overrides = repository_overrides(guard, &dir, &root, &settings, 0)?;
+            for (key, value) in overrides {
+                if !settings.iter().any(|(k, _)| *k == key) {
+                    settings.push((key, value));
+                }
+            }
             dir
         }
         Repository::Absent(dir) => dir,
@@ -106,6 +112,74 @@ pub fn hardened_git_env(guard: &PathGuard) -> Result<Vec<(String, String)>, GitE
     let mut env = pinning(&git_dir, &root);
     env.extend(config_env(&settings));
     Ok(env)
+}
+
+/// Deepest submodule nesting whose config is listed; deeper repositories make git refuse.
+const MAX_SUBMODULE_DEPTH: usize = 3;
+
+/// Overrides for the drivers of one repository and, since git runs itself inside each
+/// submodule (`git diff --submodule=diff`, `git status`) with these same overrides but
+/// the submodule's own config, of every initialised submodule below it.
+fn repository_overrides(
+    guard: &PathGuard,
+    git_dir: &str,
+    work_tree: &str,
+    settings: &[(String, String)],
+    depth: usize,
+) -> Result<Vec<(String, String)>, GitEnvError> {
+    let entries = listed_config(guard, git_dir, work_tree, settings)?;
+    check_file_keys(guard, &entries)?;
+    let mut overrides = driver_overrides(&entries);
+    for path in gitlinks(guard, git_dir, work_tree, settings)? {
+        let sub_tree = format!("{work_tree}/{path}");
+        let sub_git = format!("{sub_tree}/.git");
+        if std::fs::symlink_metadata(&sub_git).is_err() {
+            continue; // not checked out: git does not go there
+        }
+        let relative = sub_git
+            .strip_prefix(&format!("{}/", guard.root().to_string_lossy()))
+            .unwrap_or(&sub_git);
+        if guard.check(relative, Access::Read).is_err() {
+            return Err(GitEnvError::LinkOutside { path: sub_tree });
+        }
+        if depth >= MAX_SUBMODULE_DEPTH {
+            return Err(GitEnvError::ConfigUnlisted {
+                message: format!(
+                    "submodule {sub_tree} is nested more than {MAX_SUBMODULE_DEPTH} deep"
+                ),
+            });
+        }
+        overrides.extend(repository_overrides(
+            guard,
+            &sub_git,
+            &sub_tree,
+            settings,
+            depth + 1,
+        )?);
+    }
+    Ok(overrides)
+}
+
+/// Paths of the submodules (gitlinks, mode 160000) in a repository's index.
+fn gitlinks(
+    guard: &PathGuard,
+    git_dir: &str,
+    work_tree: &str,
+    settings: &[(String, String)],
+) -> Result<Vec<String>, GitEnvError> {
+    let listing = git_output(
+        guard,
+        git_dir,
+        work_tree,
+        settings,
+        &["ls-files", "--stage", "-z"],
+    )?;
+    Ok(listing
+        .split('\0')
+        .filter_map(|entry| entry.strip_prefix("160000 "))
+        .filter_map(|rest| rest.split_once('\t').map(|(_, path)| path.to_owned()))
+        .filter(|path| !path.split('/').any(|c| c == ".." || c.is_empty()))
+        .collect())
 }
 
 /// The environment when [`hardened_git_env`] failed: git finds no repository at all, so
@@ -192,14 +266,39 @@ fn config_env(settings: &[(String, String)]) -> Vec<(String, String)> {
 fn listed_config(
     guard: &PathGuard,
     git_dir: &str,
-    root: &str,
+    work_tree: &str,
     settings: &[(String, String)],
 ) -> Result<Vec<(String, String)>, GitEnvError> {
+    let listing = git_output(
+        guard,
+        git_dir,
+        work_tree,
+        settings,
+        &["config", "--list", "-z"],
+    )?;
+    Ok(listing
+        .split('\0')
+        .filter(|e| !e.is_empty())
+        .map(|e| match e.split_once('\n') {
+            Some((k, v)) => (k.to_owned(), v.to_owned()),
+            None => (e.to_owned(), String::new()),
+        })
+        .collect())
+}
+
+/// Standard output of a git command that reads only config or the index, run pinned.
+fn git_output(
+    guard: &PathGuard,
+    git_dir: &str,
+    work_tree: &str,
+    settings: &[(String, String)],
+    args: &[&str],
+) -> Result<String, GitEnvError> {
     let mut request = SpawnRequest::new("git")
-        .args(["config", "--list", "-z"])
+        .args(args.iter().copied())
         .timeout(std::time::Duration::from_secs(10))
         .output_limit(4 * 1024 * 1024);
-    for (key, value) in pinning(git_dir, root)
+    for (key, value) in pinning(git_dir, work_tree)
         .into_iter()
         .chain(config_env(settings))
     {
@@ -208,17 +307,13 @@ fn listed_config(
     let unlisted = |message: String| GitEnvError::ConfigUnlisted { message };
     let out = spawn::run(guard, request).map_err(|e| unlisted(e.to_string()))?;
     if out.exit_code != Some(0) || out.truncated {
-        return Err(unlisted(out.stderr.trim().to_owned()));
+        return Err(unlisted(format!(
+            "git {}: {}",
+            args.join(" "),
+            out.stderr.trim()
+        )));
     }
-    Ok(out
-        .stdout
-        .split('\0')
-        .filter(|e| !e.is_empty())
-        .map(|e| match e.split_once('\n') {
-            Some((k, v)) => (k.to_owned(), v.to_owned()),
-            None => (e.to_owned(), String::new()),
-        })
-        .collect())
+    Ok(out.stdout)
 }
 
 /// Harmless replacements for every driver a repository defines.
