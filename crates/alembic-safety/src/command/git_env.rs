@@ -63,9 +63,10 @@ pub enum GitEnvError {
         /// What git said.
         message: String,
     },
-    /// A key names a file outside the root that git would read and echo.
+    /// A key names a file git would read and echo from outside the root, or a config
+    /// include the agent could rewrite while git runs.
     #[error(
-        "the repository's git config sets {key} = {value:?}, a file outside the project that git would read; remove the key to use git here"
+        "the repository's git config sets {key} = {value:?}: git would read a file outside the project, or config from a file that project tools can rewrite; remove the key to use git here"
     )]
     ReadsOutside {
         /// The key as git lists it.
@@ -128,7 +129,7 @@ fn repository_overrides(
     depth: usize,
 ) -> Result<Vec<(String, String)>, GitEnvError> {
     let entries = listed_config(guard, git_dir, work_tree, settings)?;
-    check_file_keys(guard, &entries)?;
+    check_file_keys(guard, git_dir, &entries)?;
     let mut overrides = driver_overrides(&entries);
     for path in gitlinks(guard, git_dir, work_tree, settings)? {
         let sub_tree = format!("{work_tree}/{path}");
@@ -198,15 +199,25 @@ fn fixed_settings() -> Vec<(String, String)> {
         .collect()
 }
 
-/// Keys whose value is a file git reads and may echo: only in-root relative paths pass.
-fn check_file_keys(guard: &PathGuard, entries: &[(String, String)]) -> Result<(), GitEnvError> {
+/// Keys naming files git reads: `blame.ignoreRevsFile` (git echoes its lines) must stay
+/// inside the root, and an included config file must not be one the agent can rewrite
+/// between this listing and the command (a driver added then would escape the overrides).
+fn check_file_keys(
+    guard: &PathGuard,
+    git_dir: &str,
+    entries: &[(String, String)],
+) -> Result<(), GitEnvError> {
     for (key, value) in entries {
-        if key != "blame.ignorerevsfile" || value.is_empty() {
-            continue;
-        }
-        let inside =
-            !value.starts_with(['/', '~', '%']) && guard.check(value, Access::Read).is_ok();
-        if !inside {
+        let refused = if key == "blame.ignorerevsfile" {
+            !value.is_empty()
+                && (value.starts_with(['/', '~', '%']) || guard.check(value, Access::Read).is_err())
+        } else if key == "include.path" || (key.starts_with("includeif.") && key.ends_with(".path"))
+        {
+            writable_by_agent(guard, git_dir, value)
+        } else {
+            false
+        };
+        if refused {
             return Err(GitEnvError::ReadsOutside {
                 key: key.clone(),
                 value: value.clone(),
@@ -214,6 +225,34 @@ fn check_file_keys(guard: &PathGuard, entries: &[(String, String)]) -> Result<()
         }
     }
     Ok(())
+}
+
+/// Whether an include target (relative to the git dir, `~/` to HOME, which is the root
+/// for children) lands in the project outside `.git`, following links that exist.
+fn writable_by_agent(guard: &PathGuard, git_dir: &str, value: &str) -> bool {
+    let root = guard.root();
+    let target = match value.strip_prefix("~/") {
+        Some(rest) => root.join(rest),
+        None => std::path::Path::new(git_dir).join(value),
+    };
+    // Resolve the longest existing ancestor: a missing file could be created later.
+    let mut existing = target.as_path();
+    let mut missing = Vec::new();
+    let resolved = loop {
+        if let Ok(real) = std::fs::canonicalize(existing) {
+            break missing.iter().rev().fold(real, |p, c| p.join(c));
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                missing.push(name.to_owned());
+                existing = parent;
+            }
+            // `..` or the filesystem root unresolved: treat as writable.
+            _ => return true,
+        }
+    };
+    let git = std::fs::canonicalize(root.join(".git")).unwrap_or_else(|_| root.join(".git"));
+    resolved.starts_with(root) && !resolved.starts_with(git)
 }
 
 fn locate(guard: &PathGuard) -> Repository {

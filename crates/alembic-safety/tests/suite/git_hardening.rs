@@ -223,6 +223,34 @@ async fn a_repository_that_reads_outside_files_or_links_out_is_refused_for_git_o
         "non-git commands still run"
     );
 
+    // An include the agent could rewrite between the listing and the command is refused;
+    // one inside .git is listed, and its driver neutralised.
+    let p = Project::with_repo();
+    p.write(
+        "inc.cfg",
+        &format!("[diff \"p\"]\n\tcommand = \"{}; true\"\n", p.pwn()),
+    );
+    p.write(".gitattributes", "* diff=p\n");
+    for include in [
+        "../inc.cfg",
+        "~/inc.cfg",
+        "../later.cfg",
+        "sub/../../inc.cfg",
+    ] {
+        p.sh(&format!(
+            "git config --replace-all include.path '{include}'"
+        ));
+        let outcome = p.call("git diff").await;
+        assert_eq!(
+            outcome.status,
+            OutcomeStatus::Blocked,
+            "{include}: {outcome:?}"
+        );
+    }
+    p.sh("cp inc.cfg .git/inc.cfg && git config --replace-all include.path inc.cfg");
+    let (_, stdout) = ran(&p.call("git diff").await);
+    assert!(stdout.contains("+world") && !p.ran(), "{stdout}");
+
     let p = Project::new();
     p.sh(&format!(
         "git init -q {o}/r && git -C {o}/r -c user.name=t -c user.email=t@e commit -q --allow-empty -m {SECRET} && ln -s {o}/r/.git .git",
