@@ -49,8 +49,11 @@ const FIXED: &[(&str, &str)] = &[
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum GitEnvError {
-    /// `<root>/.git` is a link that leads out of the project.
-    #[error("{path}/.git leads outside the project root, so git would read another repository")]
+    /// `<root>/.git` (a link, or a `gitdir:` file that is not a linked worktree's) leads
+    /// out of the project.
+    #[error(
+        "{path}/.git leads outside the project root to a repository that is not this checkout's, so git would read another repository"
+    )]
     LinkOutside {
         /// The project root.
         path: String,
@@ -87,7 +90,7 @@ enum Repository {
     Pinned(String),
     /// No `.git` at the root: git runs as outside any repository.
     Absent(String),
-    /// `.git` is a link leading out of the root.
+    /// `.git` leads out of the root (a link, or a foreign `gitdir:` file).
     Refused,
 }
 
@@ -257,13 +260,36 @@ fn writable_by_agent(guard: &PathGuard, git_dir: &str, value: &str) -> bool {
 
 fn locate(guard: &PathGuard) -> Repository {
     let dot_git = guard.root().join(".git");
-    if std::fs::symlink_metadata(&dot_git).is_err() {
+    let Ok(meta) = std::fs::symlink_metadata(&dot_git) else {
         return Repository::Absent(dot_git.to_string_lossy().into_owned());
+    };
+    let inside = guard.check(".git", Access::Read).is_ok();
+    if !inside || (meta.is_file() && !gitfile_is_ours(guard, &dot_git)) {
+        return Repository::Refused;
     }
-    match guard.check(".git", Access::Read) {
-        Ok(_) => Repository::Pinned(dot_git.to_string_lossy().into_owned()),
-        Err(_) => Repository::Refused,
+    Repository::Pinned(dot_git.to_string_lossy().into_owned())
+}
+
+/// A `gitdir:` file may name a directory outside the root only when that directory is
+/// this checkout's linked worktree entry: its `gitdir` file points back at our `.git`.
+/// Anything else would let a shipped `.git` file read another repository on the machine.
+fn gitfile_is_ours(guard: &PathGuard, dot_git: &std::path::Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(dot_git) else {
+        return false;
+    };
+    let Some(target) = text.lines().next().and_then(|l| l.strip_prefix("gitdir: ")) else {
+        return false;
+    };
+    let Ok(target) = std::fs::canonicalize(guard.root().join(target.trim())) else {
+        return false;
+    };
+    if target.starts_with(guard.root()) {
+        return true;
     }
+    std::fs::read_to_string(target.join("gitdir"))
+        .ok()
+        .and_then(|back| std::fs::canonicalize(back.trim()).ok())
+        .is_some_and(|back| back == dot_git)
 }
 
 fn pinning(git_dir: &str, root: &str) -> Vec<(String, String)> {

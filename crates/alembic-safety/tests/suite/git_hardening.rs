@@ -259,6 +259,29 @@ async fn a_repository_that_reads_outside_files_or_links_out_is_refused_for_git_o
     let outcome = p.call("git log").await;
     assert_eq!(outcome.status, OutcomeStatus::Blocked, "{outcome:?}");
     assert!(!outcome.text_for_model().contains(SECRET));
+    // The same through a shipped `gitdir:` file; a real linked worktree still works.
+    std::fs::remove_file(p.fx.path(".git")).unwrap();
+    p.write(
+        ".git",
+        &format!("gitdir: {}/r/.git\n", p.fx.outside.display()),
+    );
+    let outcome = p.call("git log").await;
+    assert_eq!(outcome.status, OutcomeStatus::Blocked, "{outcome:?}");
+    assert!(!outcome.text_for_model().contains(SECRET));
+    let p = Project::new();
+    let main = p.fx.outside.join("main");
+    p.sh(&format!(
+        "git init -q -b main {m} && git -C {m} commit -q --allow-empty -m in-worktree && \
+         rm -rf src README.md && git -C {m} worktree add -q -b wt {r}",
+        m = main.display(),
+        r = p.fx.root.display()
+    ));
+    let (exit, stdout) = ran(&p.call("git log --oneline").await);
+    assert_eq!(
+        (exit, stdout.contains("in-worktree")),
+        (0, true),
+        "{stdout}"
+    );
 }
 
 #[tokio::test]
