@@ -9,6 +9,9 @@
 //! never an allow.
 
 mod deny;
+mod git;
+mod git_env;
+mod options;
 mod safe;
 mod syntax;
 
@@ -17,6 +20,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::path::PathGuard;
+pub use git_env::{GitEnvError, git_disabled_env, hardened_git_env};
 use safe::{ExtraEntry, Scope};
 
 /// The project config file, relative to the root.
@@ -264,26 +268,6 @@ impl CommandPolicy {
     }
 }
 
-/// Environment for running an allowed script: git reads no program from
-/// repository config (fsmonitor, pager, hooks, external diff).
-pub fn hardened_git_env() -> Vec<(String, String)> {
-    let settings = [
-        ("core.fsmonitor", "false"),
-        ("core.pager", "cat"),
-        ("core.hooksPath", "/dev/null"),
-        ("diff.external", ""),
-        ("core.untrackedCache", "false"),
-        ("color.ui", "false"),
-    ];
-    let mut env = vec![("GIT_CONFIG_COUNT".to_owned(), settings.len().to_string())];
-    for (i, (key, value)) in settings.iter().enumerate() {
-        env.push((format!("GIT_CONFIG_KEY_{i}"), (*key).to_owned()));
-        env.push((format!("GIT_CONFIG_VALUE_{i}"), (*value).to_owned()));
-    }
-    env.push(("GIT_OPTIONAL_LOCKS".to_owned(), "0".to_owned()));
-    env
-}
-
 fn needs(reason: impl Into<String>) -> CommandVerdict {
     CommandVerdict::NeedsApproval {
         reason: reason.into(),
@@ -325,7 +309,7 @@ fn parse_entry(entry: &str) -> Result<ExtraEntry, PolicyError> {
     if program == "git"
         && first_arg
             .as_deref()
-            .is_none_or(|s| !safe::GIT_READ_ONLY.contains(&s))
+            .is_none_or(|s| !git::GIT_READ_ONLY.contains(&s))
     {
         return Err(exec_capable(
             entry,

@@ -7,7 +7,8 @@
 
 use crate::path::{Access, EntryKind, PathError, PathGuard};
 
-use super::deny::is_short_cluster_with;
+use super::git::check_git;
+use super::options;
 use super::syntax::{Command, Word};
 
 /// Whether a program's arguments are file names or plain text.
@@ -115,18 +116,6 @@ pub(crate) fn default_names() -> Vec<&'static str> {
     SPECS.iter().map(|s| s.name).collect()
 }
 
-/// Git subcommands that only read.
-pub(crate) const GIT_READ_ONLY: &[&str] = &[
-    "status",
-    "log",
-    "diff",
-    "show",
-    "branch",
-    "blame",
-    "rev-parse",
-    "ls-files",
-];
-
 /// A safe-list entry added by configuration: a program, optionally with a fixed first argument.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ExtraEntry {
@@ -191,117 +180,18 @@ fn check_options(spec: &Spec, args: &[&str]) -> Result<(), String> {
                 spec.name
             ));
         }
-        if let Some(long) = arg.strip_prefix("--") {
-            let option = long.split('=').next().unwrap_or_default();
-            let hit = spec
-                .long
-                .iter()
-                .find(|l| option.len() >= 2 && l.trim_start_matches("--").starts_with(option));
-            if let Some(refused) = hit {
-                return Err(format!(
-                    "{} {refused} can run programs or write files",
-                    spec.name
-                ));
-            }
-        } else if let Some(flag) = spec.short.chars().find(|f| is_short_cluster_with(arg, *f)) {
+        if let Some(refused) = options::refused_long(arg, spec.long) {
             return Err(format!(
-                "{} -{flag} can run programs, write files or never finish",
+                "{} {arg} can be read as {refused}, which can run programs or write files",
                 spec.name
             ));
         }
-    }
-    Ok(())
-}
-
-/// `git` only with a read-only subcommand and no option that runs code or writes files.
-fn check_git(args: &[&str]) -> Result<(), String> {
-    let mut rest = args;
-    while let Some((first, tail)) = rest.split_first() {
-        if *first == "--no-pager" {
-            rest = tail;
-        } else if first.starts_with('-') {
+        if let Some(flag) = options::refused_short(arg, spec.short) {
             return Err(format!(
-                "git option {first} is not allowed before the subcommand (-c, --config-env, -p, -C and others can run code or leave the project)"
-            ));
-        } else {
-            break;
-        }
-    }
-    let (sub, rest) = rest.split_first().ok_or("git without a subcommand")?;
-    if !GIT_READ_ONLY.contains(sub) {
-        return Err(format!(
-            "git {sub} is not a read-only subcommand (allowed: {})",
-            GIT_READ_ONLY.join(", ")
-        ));
-    }
-    const REFUSED: &[&str] = &[
-        "--output",
-        "--ext-diff",
-        "--textconv",
-        "--config-env",
-        "--exec",
-        "--open-files-in-pager",
-        "--paginate",
-    ];
-    for arg in rest {
-        let option = arg.split('=').next().unwrap_or_default();
-        if option.len() > 3
-            && option.starts_with("--")
-            && REFUSED.iter().any(|r| r.starts_with(option))
-        {
-            return Err(format!(
-                "git {sub} {option} can run external programs or write files"
+                "{} {arg} contains -{flag}, which can run programs, write files or never finish",
+                spec.name
             ));
         }
-    }
-    if *sub == "branch" {
-        check_git_branch(rest)?;
-    }
-    Ok(())
-}
-
-fn check_git_branch(args: &[&str]) -> Result<(), String> {
-    const WRITES: &[&str] = &[
-        "-d",
-        "-D",
-        "-m",
-        "-M",
-        "-c",
-        "-C",
-        "-f",
-        "-u",
-        "-t",
-        "--delete",
-        "--move",
-        "--copy",
-        "--force",
-        "--set-upstream-to",
-        "--unset-upstream",
-        "--edit-description",
-        "--track",
-        "--no-track",
-        "--create-reflog",
-    ];
-    if let Some(flag) = args
-        .iter()
-        .find(|a| WRITES.iter().any(|w| a.split('=').next() == Some(w)))
-    {
-        return Err(format!("git branch {flag} changes branches"));
-    }
-    let listing = args.iter().any(|a| {
-        matches!(*a, "-l" | "--list" | "-a" | "--all" | "-r" | "--remotes")
-            || [
-                "--contains",
-                "--no-contains",
-                "--merged",
-                "--no-merged",
-                "--points-at",
-            ]
-            .iter()
-            .any(|o| a.starts_with(o))
-    });
-    if !listing && args.iter().any(|a| !a.starts_with('-')) {
-        return Err("git branch with a name creates a branch; use --list to filter".into());
     }
     Ok(())
 }

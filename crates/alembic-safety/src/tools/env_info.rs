@@ -10,7 +10,7 @@ use std::time::Duration;
 use alembic_tools::{ToolError, ToolOutput};
 use serde_json::{Map, Value, json};
 
-use crate::command::hardened_git_env;
+use crate::command::{git_disabled_env, hardened_git_env};
 use crate::path::PathGuard;
 use crate::spawn::{self, SpawnRequest};
 
@@ -139,7 +139,8 @@ fn probe(guard: &PathGuard, program: &str, args: &[&str], git: bool) -> Option<S
         .timeout(PROBE_TIMEOUT)
         .output_limit(4096);
     if git {
-        request = hardened_git_env()
+        request = hardened_git_env(guard)
+            .unwrap_or_else(|_| git_disabled_env(guard))
             .into_iter()
             .fold(request, |r, (k, v)| r.env(k, v));
     }
@@ -199,7 +200,8 @@ fn git_section(guard: &PathGuard) -> Value {
 }
 
 fn git_full(guard: &PathGuard, args: &[&str]) -> Option<String> {
-    let request = hardened_git_env()
+    let request = hardened_git_env(guard)
+        .unwrap_or_else(|_| git_disabled_env(guard))
         .into_iter()
         .fold(
             SpawnRequest::new("git").args(args.iter().copied()),

@@ -20,7 +20,7 @@ use alembic_tools::{
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::command::{CommandPolicy, CommandVerdict, hardened_git_env};
+use crate::command::{CommandPolicy, CommandVerdict, git_disabled_env, hardened_git_env};
 use crate::path::{PathError, PathGuard, PathLimits, WriteMode};
 use crate::spawn::{self, ProcessOutput, SpawnRequest};
 
@@ -133,12 +133,8 @@ async fn run_command(
     // A negative timeout (refused by the schema before a pipeline call) means the default.
     let timeout_ms = u64::try_from(args.timeout).unwrap_or(DEFAULT_TIMEOUT_MS);
     let cancel = Arc::new(AtomicBool::new(false));
-    let request = hardened_git_env()
-        .into_iter()
-        .fold(
-            SpawnRequest::new("sh").args(["-c", command.as_str()]),
-            |r, (k, v)| r.env(k, v),
-        )
+    let request = SpawnRequest::new("sh")
+        .args(["-c", command.as_str()])
         .cwd(cwd.clone())
         .timeout(Duration::from_millis(timeout_ms))
         .cancel_flag(Arc::clone(&cancel))
@@ -151,10 +147,28 @@ async fn run_command(
         cancel.store(true, std::sync::atomic::Ordering::Relaxed);
     });
     let guard = services.guard.clone();
-    let result = tokio::task::spawn_blocking(move || spawn::run(&guard, request)).await;
+    // Any allowed program may run git (a configured tool can too), so every script gets
+    // the hardened git environment, listed from the repository's config at run time. When
+    // git cannot be made safe here, a script naming git is refused and any other script
+    // runs with git finding no repository.
+    let names_git = command.contains("git");
+    let result = tokio::task::spawn_blocking(move || {
+        let env = match hardened_git_env(&guard) {
+            Ok(env) => env,
+            Err(e) if names_git => return Err(e.to_string()),
+            Err(_) => git_disabled_env(&guard),
+        };
+        let request = env.into_iter().fold(request, |r, (k, v)| r.env(k, v));
+        Ok(spawn::run(&guard, request))
+    })
+    .await;
     watcher.abort();
     let output = result
         .map_err(|e| ToolError::Failed(format!("command task failed: {e}")))?
+        .map_err(|reason| ToolError::Refused {
+            reason,
+            rule: "git.unsafe_repository".into(),
+        })?
         .map_err(|e| ToolError::Failed(e.to_string()))?;
     Ok(command_output(&command, &cwd, &output))
 }

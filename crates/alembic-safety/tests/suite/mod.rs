@@ -1,6 +1,7 @@
 mod adversarial;
 mod corpora;
 mod fixture;
+mod git_hardening;
 mod path_races;
 mod paths;
 mod policy;
