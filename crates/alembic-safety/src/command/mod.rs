@@ -9,6 +9,7 @@
 //! never an allow.
 
 mod deny;
+mod glob;
 mod safe;
 mod syntax;
 

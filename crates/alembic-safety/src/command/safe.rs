@@ -8,6 +8,7 @@
 use crate::path::{Access, EntryKind, PathError, PathGuard};
 
 use super::deny::is_short_cluster_with;
+use super::glob::glob_may_match_dot_dot;
 use super::syntax::{Command, Word};
 
 /// Whether a program's arguments are file names or plain text.
@@ -371,6 +372,10 @@ fn check_uniq(args: &[&Word]) -> Result<(), String> {
 
 /// Every argument (and every `--option=value` value) must stay inside the root.
 fn check_operands(name: &str, args: &[&Word], scope: &Scope<'_>) -> Result<(), String> {
+    let texts: Vec<&str> = args.iter().filter_map(|w| w.literal.as_deref()).collect();
+    if let Some(flag) = link_following_flag(name, &texts) {
+        check_no_escaping_link(name, flag, scope)?;
+    }
     for word in args {
         let arg = word.literal.as_deref().unwrap_or_default();
         if word.tilde {
@@ -381,6 +386,8 @@ fn check_operands(name: &str, args: &[&Word], scope: &Scope<'_>) -> Result<(), S
         let value = match arg.strip_prefix('-') {
             Some(_) => match arg.split_once('=') {
                 Some((_, value)) => value,
+                // An option-like glob (`-*`) still expands against the tree.
+                None if word.glob => arg,
                 None => continue,
             },
             None => arg,
@@ -397,13 +404,63 @@ fn check_operands(name: &str, args: &[&Word], scope: &Scope<'_>) -> Result<(), S
     Ok(())
 }
 
-fn check_one_path(name: &str, value: &str, scope: &Scope<'_>) -> Result<(), String> {
-    let joined = if value.starts_with('/') || scope.cwd == "." {
+/// The option that makes `name` follow symlinks it meets while recursing, if any.
+/// Options that follow only the operands themselves (`-H`, `find -H`) are not
+/// listed: operands are resolved physically already.
+fn link_following_flag<'a>(name: &str, args: &[&'a str]) -> Option<&'a str> {
+    let long_prefix = |arg: &str, long: &str| {
+        let option = arg.split('=').next().unwrap_or_default();
+        option.len() >= 3 && long.starts_with(option)
+    };
+    let (short, long): (char, &str) = match name {
+        "grep" => ('R', "--dereference-recursive"),
+        "ls" | "du" => ('L', "--dereference"),
+        "rg" => ('L', "--follow"),
+        "tree" => ('l', "--follow"),
+        "find" => {
+            return args
+                .iter()
+                .find(|a| matches!(**a, "-L" | "-follow"))
+                .copied();
+        }
+        // GNU diff -r follows links unless told not to.
+        "diff" if !args.contains(&"--no-dereference") => ('r', "--recursive"),
+        _ => return None,
+    };
+    args.iter()
+        .find(|a| is_short_cluster_with(a, short) || long_prefix(a, long))
+        .copied()
+}
+
+/// Link-following recursion is allowed only when no symlink in the project leads out.
+fn check_no_escaping_link(name: &str, flag: &str, scope: &Scope<'_>) -> Result<(), String> {
+    match scope.guard.find_escaping_link(MAX_LINK_SCAN_ENTRIES) {
+        Ok(None) => Ok(()),
+        Ok(Some(link)) => Err(format!(
+            "{name} {flag} follows symlinks, and {link:?} leads outside the project root: \
+             drop {flag} (recursion without it does not follow links)"
+        )),
+        Err(e) => Err(format!(
+            "{name} {flag} follows symlinks, and the project could not be checked for links that lead out ({e}): drop {flag}"
+        )),
+    }
+}
+
+/// Most entries scanned for outward links before link-following recursion is refused.
+const MAX_LINK_SCAN_ENTRIES: usize = 200_000;
+
+/// `value` joined to the working directory, as the child will open it.
+fn in_cwd(value: &str, scope: &Scope<'_>) -> String {
+    if value.starts_with('/') || scope.cwd == "." {
         value.to_owned()
     } else {
         format!("{}/{value}", scope.cwd)
-    };
-    match scope.guard.check(&joined, Access::Read) {
+    }
+}
+
+/// Resolves the operand physically (the kernel's order: a symlink first, then `..`).
+fn check_one_path(name: &str, value: &str, scope: &Scope<'_>) -> Result<(), String> {
+    match scope.guard.check_physical(&in_cwd(value, scope)) {
         Err(e @ (PathError::Escape { .. } | PathError::SymlinkLoop { .. })) => Err(format!(
             "{name} argument {value:?} leads outside the project root ({})",
             e.rule()
@@ -414,7 +471,9 @@ fn check_one_path(name: &str, value: &str, scope: &Scope<'_>) -> Result<(), Stri
 }
 
 /// A glob expands inside its directory: that directory must be inside the root and
-/// hold no symlinks (which could lead out) and no names starting with `-` (options).
+/// hold no symlinks (which could lead out) and no names starting with `-` (options),
+/// and when the pattern can match `..` (`.?`, `.*`, `.[!a]`), that parent must be
+/// inside the root too.
 fn check_glob(name: &str, value: &str, scope: &Scope<'_>) -> Result<(), String> {
     let first_glob = value.find(['*', '?', '[']).unwrap_or(value.len());
     let dir = match value[..first_glob].rfind('/') {
@@ -422,18 +481,24 @@ fn check_glob(name: &str, value: &str, scope: &Scope<'_>) -> Result<(), String> 
         Some(at) => &value[..at],
         None => ".",
     };
-    if value[dir.len()..].trim_start_matches('/').contains('/') {
+    let pattern = value[dir.len()..].trim_start_matches('/');
+    if pattern.contains('/') {
         return Err(format!(
             "{name} argument {value:?} has a glob in a directory component"
         ));
     }
     check_one_path(name, dir, scope)?;
-    let joined = if dir.starts_with('/') || scope.cwd == "." {
-        dir.to_owned()
-    } else {
-        format!("{}/{dir}", scope.cwd)
-    };
-    let entries = scope.guard.read_dir(&joined).unwrap_or_default();
+    if glob_may_match_dot_dot(pattern) {
+        check_one_path(name, &format!("{dir}/.."), scope).map_err(|_| {
+            format!(
+                "{name} glob {value:?} can match \"..\", the parent directory, which is outside the project root"
+            )
+        })?;
+    }
+    let entries = scope
+        .guard
+        .read_dir(&in_cwd(dir, scope))
+        .unwrap_or_default();
     if let Some(risky) = entries
         .iter()
         .find(|e| e.kind == EntryKind::Symlink || e.name.starts_with('-'))

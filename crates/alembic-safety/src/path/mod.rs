@@ -7,6 +7,7 @@
 
 mod error;
 mod lexical;
+mod links;
 mod protected;
 mod remove;
 mod resolve;
@@ -312,12 +313,26 @@ impl PathGuard {
         self.open(&rel, path, flags, "open")
     }
 
-    fn parse(&self, path: &str) -> Result<RelPath, PathError> {
+    /// Checks `path` for reading the way the kernel will open it: `..` after a
+    /// symlink climbs from the link's target, never folded away as text
+    /// (`outside_link/../outside/x` is outside). Command operands use this,
+    /// because the command's own `open` resolves them the same way.
+    pub fn check_physical(&self, path: &str) -> Result<String, PathError> {
+        let rel = RelPath::parse_unfolded(path, &self.roots())?;
+        self.open(&rel, path, OFlags::PATH, "open")?;
+        Ok(rel.to_string())
+    }
+
+    fn roots(&self) -> Vec<&Path> {
         let mut roots: Vec<&Path> = vec![&self.inner.root];
         if let Some(given) = &self.inner.root_as_given {
             roots.push(given);
         }
-        RelPath::parse(path, &roots)
+        roots
+    }
+
+    fn parse(&self, path: &str) -> Result<RelPath, PathError> {
+        RelPath::parse(path, &self.roots())
     }
 
     /// Opens `rel` beneath the root, following in-root symlinks.
