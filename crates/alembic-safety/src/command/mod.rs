@@ -182,6 +182,8 @@ const EXEC_CAPABLE: &[(&str, &str)] = &[
 #[derive(Debug, Clone, Default)]
 pub struct CommandPolicy {
     extra: Vec<ExtraEntry>,
+    /// Treat the kernel as having no Landlock, so the policy is the only layer.
+    no_landlock: bool,
 }
 
 impl CommandPolicy {
@@ -197,7 +199,24 @@ impl CommandPolicy {
             .iter()
             .map(|e| parse_entry(e))
             .collect::<Result<_, _>>()?;
-        Ok(Self { extra })
+        Ok(Self {
+            extra,
+            no_landlock: false,
+        })
+    }
+
+    /// Decides as if the kernel had no Landlock (tests use it on kernels that have it):
+    /// what only the sandbox could stop is refused instead (see [`Self::has_second_layer`]).
+    pub fn assume_no_landlock(mut self) -> Self {
+        self.no_landlock = true;
+        self
+    }
+
+    /// Whether allowed commands also run under Landlock. Without it, the policy refuses
+    /// what it cannot resolve inside the root itself: link-following recursion (the
+    /// scan for outward links could race) and globs that may match `..`.
+    pub fn has_second_layer(&self) -> bool {
+        !self.no_landlock && crate::spawn::landlock_available()
     }
 
     /// Reads the `[safety]` table of `<root>/.alembic/config.toml` (absent file → defaults).
@@ -254,7 +273,11 @@ impl CommandPolicy {
         if analysis.commands.is_empty() {
             return needs("the script contains no command");
         }
-        let scope = Scope { guard, cwd };
+        let scope = Scope {
+            guard,
+            cwd,
+            strict: !self.has_second_layer(),
+        };
         for command in &analysis.commands {
             if let Err(reason) = safe::check(command, &self.extra, &scope) {
                 return needs(reason);

@@ -5,7 +5,7 @@
 //! the project root (checked through [`PathGuard`], so an in-root symlink that
 //! leads out counts as outside).
 
-use crate::path::{Access, EntryKind, PathError, PathGuard};
+use crate::path::{EntryKind, PathError, PathGuard};
 
 use super::deny::is_short_cluster_with;
 use super::glob::glob_may_match_dot_dot;
@@ -139,6 +139,8 @@ pub(crate) struct ExtraEntry {
 pub(crate) struct Scope<'a> {
     pub(crate) guard: &'a PathGuard,
     pub(crate) cwd: &'a str,
+    /// No Landlock behind the policy: refuse what only the sandbox could contain.
+    pub(crate) strict: bool,
 }
 
 /// `Ok` when this command is provably safe; otherwise the reason.
@@ -432,8 +434,14 @@ fn link_following_flag<'a>(name: &str, args: &[&'a str]) -> Option<&'a str> {
         .copied()
 }
 
-/// Link-following recursion is allowed only when no symlink in the project leads out.
+/// Link-following recursion is allowed only when no symlink in the project leads out,
+/// and only with Landlock behind it (a link created after the scan would be followed).
 fn check_no_escaping_link(name: &str, flag: &str, scope: &Scope<'_>) -> Result<(), String> {
+    if scope.strict {
+        return Err(format!(
+            "{name} {flag} follows symlinks, and without Landlock nothing stops one that leads out: drop {flag}"
+        ));
+    }
     match scope.guard.find_escaping_link(MAX_LINK_SCAN_ENTRIES) {
         Ok(None) => Ok(()),
         Ok(Some(link)) => Err(format!(
@@ -476,18 +484,22 @@ fn check_one_path(name: &str, value: &str, scope: &Scope<'_>) -> Result<(), Stri
 /// inside the root too.
 fn check_glob(name: &str, value: &str, scope: &Scope<'_>) -> Result<(), String> {
     let first_glob = value.find(['*', '?', '[']).unwrap_or(value.len());
-    let dir = match value[..first_glob].rfind('/') {
-        Some(0) => "/",
-        Some(at) => &value[..at],
-        None => ".",
+    let (dir, pattern) = match value[..first_glob].rfind('/') {
+        Some(0) => ("/", &value[1..]),
+        Some(at) => (&value[..at], &value[at + 1..]),
+        None => (".", value),
     };
-    let pattern = value[dir.len()..].trim_start_matches('/');
     if pattern.contains('/') {
         return Err(format!(
             "{name} argument {value:?} has a glob in a directory component"
         ));
     }
     check_one_path(name, dir, scope)?;
+    if glob_may_match_dot_dot(pattern) && scope.strict {
+        return Err(format!(
+            "{name} glob {value:?} can match \"..\", and without Landlock only a literal path can be checked: name the directory"
+        ));
+    }
     if glob_may_match_dot_dot(pattern) {
         check_one_path(name, &format!("{dir}/.."), scope).map_err(|_| {
             format!(

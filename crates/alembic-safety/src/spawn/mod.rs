@@ -138,9 +138,11 @@ impl SpawnRequest {
     }
 
     /// Sandboxes the child with Landlock: writes only beneath the project root,
-    /// `/dev/null` and `extra_dirs`; reads only there, in system directories and
-    /// toolchain homes. Where the kernel has no Landlock the child runs anyway
-    /// and [`ProcessOutput::sandboxed`] is false.
+    /// `/dev/null`, `extra_dirs` and a fresh private temp dir (`TMPDIR`, removed
+    /// afterwards); reads only there and in the system paths a program needs to
+    /// start (see `landlock.rs`): not `/tmp`, `/proc`, homes or toolchain caches.
+    /// Where the kernel has no Landlock the child runs anyway and
+    /// [`ProcessOutput::sandboxed`] is false.
     pub fn sandbox(mut self, extra_dirs: Vec<PathBuf>) -> Self {
         self.sandbox = Some(extra_dirs);
         self
@@ -175,7 +177,7 @@ pub struct ProcessOutput {
     pub truncated: bool,
     /// Wall time in milliseconds.
     pub duration_ms: u64,
-    /// True when Landlock confined the child's writes.
+    /// True when Landlock confined the child's reads and writes.
     pub sandboxed: bool,
 }
 
@@ -198,6 +200,13 @@ pub enum SpawnError {
         /// Program as given.
         program: String,
     },
+    /// The private temp directory for a sandboxed child could not be created.
+    #[error("creating the private temp directory failed: {source}")]
+    TempDir {
+        /// Underlying error.
+        #[source]
+        source: std::io::Error,
+    },
     /// The operating system refused to start it.
     #[error("starting {program:?} failed: {source}")]
     Spawn {
@@ -217,17 +226,20 @@ pub fn run(guard: &PathGuard, request: SpawnRequest) -> Result<ProcessOutput, Sp
         });
     }
     let cwd_fd = guard.open_dir(&request.cwd)?;
+    // Removed when this function returns, after the whole group was killed.
+    let private_tmp = match request.sandbox {
+        Some(_) => Some(private_tmp_dir()?),
+        None => None,
+    };
+    let tmp_path = private_tmp.as_ref().map(|t| t.path().to_owned());
     let ruleset = request.sandbox.as_ref().and_then(|extra| {
-        let toolchains: Vec<PathBuf> = allowed_env(guard.root())
-            .into_iter()
-            .filter(|(k, _)| TOOLCHAIN_HOMES.contains(&k.as_str()))
-            .map(|(_, v)| PathBuf::from(v))
-            .collect();
-        landlock::sandbox_ruleset(guard.root(), extra, &toolchains)
+        let mut writable = extra.clone();
+        writable.extend(tmp_path.clone());
+        landlock::sandbox_ruleset(guard.root(), &writable)
     });
     let sandboxed = ruleset.is_some();
     let started = Instant::now();
-    let mut child = start(guard, &request, cwd_fd, ruleset)?;
+    let mut child = start(guard, &request, cwd_fd, ruleset, tmp_path.as_deref())?;
     let pid = child.id();
     let stdout = drain(child.stdout.take(), request.output_limit);
     let stderr = drain(child.stderr.take(), request.output_limit);
@@ -253,8 +265,13 @@ pub fn run(guard: &PathGuard, request: SpawnRequest) -> Result<ProcessOutput, Sp
     })
 }
 
-/// Variables naming toolchain directories the sandbox must keep readable.
-const TOOLCHAIN_HOMES: &[&str] = &["RUSTUP_HOME", "CARGO_HOME", "GOROOT", "GOPATH", "JAVA_HOME"];
+/// A fresh, private (0700) directory for one sandboxed child's temporary files.
+fn private_tmp_dir() -> Result<tempfile::TempDir, SpawnError> {
+    tempfile::Builder::new()
+        .prefix("alembic-cmd-")
+        .tempdir()
+        .map_err(|source| SpawnError::TempDir { source })
+}
 
 /// Builds the allow-listed environment.
 pub fn allowed_env(root: &std::path::Path) -> Vec<(String, String)> {
@@ -296,6 +313,7 @@ fn start(
     request: &SpawnRequest,
     cwd_fd: OwnedFd,
     ruleset: Option<OwnedFd>,
+    tmp: Option<&std::path::Path>,
 ) -> Result<Child, SpawnError> {
     #[expect(
         clippy::disallowed_methods,
@@ -307,6 +325,7 @@ fn start(
         .env_clear()
         .envs(allowed_env(guard.root()))
         .envs(request.env.iter().map(|(k, v)| (k, v)))
+        .envs(tmp.map(|t| ("TMPDIR", t)))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -3,5 +3,6 @@ mod fixture;
 mod path_races;
 mod paths;
 mod policy;
+mod read_confinement;
 mod spawn;
 mod tools;
