@@ -1,3 +1,4 @@
+mod adversarial;
 mod corpora;
 mod fixture;
 mod path_races;
