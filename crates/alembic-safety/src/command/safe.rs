@@ -390,7 +390,10 @@ fn check_operands(name: &str, args: &[&Word], scope: &Scope<'_>) -> Result<(), S
                 Some((_, value)) => value,
                 // An option-like glob (`-*`) still expands against the tree.
                 None if word.glob => arg,
-                None => continue,
+                None => {
+                    check_attached_values(name, arg, scope)?;
+                    continue;
+                }
             },
             None => arg,
         };
@@ -456,6 +459,21 @@ fn check_no_escaping_link(name: &str, flag: &str, scope: &Scope<'_>) -> Result<(
 
 /// Most entries scanned for outward links before link-following recursion is refused.
 const MAX_LINK_SCAN_ENTRIES: usize = 200_000;
+
+/// A short option may carry its file glued on (`grep -f../x`, `-f/etc/passwd`):
+/// the rest after the first letter, and every tail from a `/`, must stay inside.
+fn check_attached_values(name: &str, arg: &str, scope: &Scope<'_>) -> Result<(), String> {
+    if arg.starts_with("--") || arg.len() <= 2 {
+        return Ok(());
+    }
+    let rest = arg.get(2..).unwrap_or_default();
+    let tails = rest.match_indices('/').map(|(at, _)| &rest[at..]);
+    for value in std::iter::once(rest).chain(tails) {
+        check_one_path(name, value, scope)
+            .map_err(|e| format!("{e}: a short option carries it as its value ({arg:?})"))?;
+    }
+    Ok(())
+}
 
 /// `value` joined to the working directory, as the child will open it.
 fn in_cwd(value: &str, scope: &Scope<'_>) -> String {

@@ -191,6 +191,21 @@ async fn link_dot_dot_is_resolved_by_the_kernel_not_folded_as_text() {
         h.assert_refused(&format!("diff {operand} README.md"), ".")
             .await;
     }
+    // A short option's value glued on: `-f../x`, `-f/abs`, `-fLINK/../x`.
+    let outside = h.fx.outside.to_string_lossy().into_owned();
+    for arg in [
+        "-f../outside/secret.txt".to_owned(),
+        format!("-f{outside}/secret.txt"),
+        "-foutside_link/../outside/secret.txt".to_owned(),
+        "-if../outside/secret.txt".to_owned(),
+    ] {
+        h.assert_refused(&format!("grep {arg} README.md"), ".")
+            .await;
+    }
+    assert_eq!(
+        h.assert_runs("grep -n -m1 -e inside README.md", ".").await,
+        "1:inside\n"
+    );
     // The same through the working directory: `cwd` "src" and `deep_link/..`.
     h.assert_refused("cat deep_link/../outside/secret.txt", "src")
         .await;
