@@ -36,12 +36,13 @@ impl PathGuard {
                 };
                 match entry.kind {
                     EntryKind::Dir => queue.push_back(rel),
-                    EntryKind::Symlink => match self.check_physical(&rel) {
-                        Err(PathError::Escape { .. } | PathError::SymlinkLoop { .. }) => {
+                    EntryKind::Symlink => {
+                        if let Err(PathError::Escape { .. } | PathError::SymlinkLoop { .. }) =
+                            self.check_physical(&rel)
+                        {
                             return Ok(Some(rel));
                         }
-                        _ => {}
-                    },
+                    }
                     EntryKind::File | EntryKind::Other => {}
                 }
             }
