@@ -8,6 +8,7 @@
 //! else is [`CommandVerdict::NeedsApproval`]. Fail closed: a parse problem is
 //! never an allow.
 
+mod brace;
 mod deny;
 mod glob;
 mod safe;

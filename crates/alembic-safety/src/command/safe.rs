@@ -7,6 +7,7 @@
 
 use crate::path::{EntryKind, PathError, PathGuard};
 
+use super::brace::{MAX_EXPANSIONS, brace_expansions};
 use super::deny::is_short_cluster_with;
 use super::glob::glob_may_match_dot_dot;
 use super::syntax::{Command, Word};
@@ -380,6 +381,7 @@ fn check_operands(name: &str, args: &[&Word], scope: &Scope<'_>) -> Result<(), S
     }
     for word in args {
         let arg = word.literal.as_deref().unwrap_or_default();
+        check_braces(name, arg, word, scope)?;
         if word.tilde {
             return Err(format!(
                 "{name} argument {arg:?} names the home directory, outside the project root"
@@ -459,6 +461,33 @@ fn check_no_escaping_link(name: &str, flag: &str, scope: &Scope<'_>) -> Result<(
 
 /// Most entries scanned for outward links before link-following recursion is refused.
 const MAX_LINK_SCAN_ENTRIES: usize = 200_000;
+
+/// Where `sh` is bash, `{..,x}` and `{-R,x}` expand: each result must be a safe
+/// operand, and none may turn into an option the policy did not see.
+fn check_braces(name: &str, arg: &str, word: &Word, scope: &Scope<'_>) -> Result<(), String> {
+    if !arg.contains('{') {
+        return Ok(());
+    }
+    let expansions = brace_expansions(arg).ok_or_else(|| {
+        format!("{name} argument {arg:?} expands to more than {MAX_EXPANSIONS} words under bash")
+    })?;
+    if expansions.len() < 2 {
+        return Ok(());
+    }
+    if let Some(option) = expansions.iter().find(|e| e.starts_with('-')) {
+        return Err(format!(
+            "{name} argument {arg:?} expands to the option {option:?} under bash: write options without braces"
+        ));
+    }
+    for expanded in expansions.iter().filter(|e| !e.is_empty()) {
+        if word.glob {
+            check_glob(name, expanded, scope)?;
+        } else {
+            check_one_path(name, expanded, scope)?;
+        }
+    }
+    Ok(())
+}
 
 /// A short option may carry its file glued on (`grep -f../x`, `-f/etc/passwd`):
 /// the rest after the first letter, and every tail from a `/`, must stay inside.

@@ -139,6 +139,35 @@ async fn globs_that_can_expand_to_the_parent_are_refused_or_contained() {
 }
 
 #[tokio::test]
+async fn brace_lists_are_checked_as_bash_would_expand_them() {
+    let h = Harness::new();
+    h.symlink("../outside", "outside_link");
+    h.symlink("../../outside", "src/deep");
+    for command in [
+        "ls -a {..,x}",
+        "ls -a {,.}.",
+        "ls -a x/{..,y}/..",
+        "cat {outside_link/..,x}/outside/secret.txt",
+        "cat src/{deep,x}/secret.txt",
+        "grep {-R,x} OUTSIDE .",
+        "grep -{R,r} OUTSIDE .",
+        "grep --{dereference-recursive,x} OUTSIDE .",
+        "cat {.,..}/outside/secret.txt",
+        "ls {a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}",
+    ] {
+        h.assert_refused(command, ".").await;
+    }
+    // Braces that expand to harmless words, and quoted regex braces, still run.
+    // (dash, the `sh` here, leaves the braces alone: the word is allowed, cat finds no such file).
+    let harmless = h.call("cat {README.md,src/main.rs}", ".").await;
+    assert!(harmless.output.is_some(), "{harmless:?}");
+    assert_eq!(
+        h.assert_runs("grep -c -E 'i{1,3}n' README.md", ".").await,
+        "1\n"
+    );
+}
+
+#[tokio::test]
 async fn globs_below_the_root_keep_working() {
     let h = Harness::new();
     std::fs::write(h.fx.path("src/.hidden"), "hidden\n").unwrap();
