@@ -11,6 +11,7 @@
 mod brace;
 mod deny;
 mod glob;
+mod operands;
 mod safe;
 mod syntax;
 
@@ -19,7 +20,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::path::PathGuard;
-use safe::{ExtraEntry, Scope};
+use operands::Scope;
+use safe::ExtraEntry;
 
 /// Longest script the policy will consider for an allow.
 const MAX_SCRIPT_BYTES: usize = 8 * 1024;
