@@ -204,7 +204,7 @@ fn check_glob(name: &str, value: &str, scope: &Scope<'_>) -> Result<(), String> 
     }
     let entries = scope
         .guard
-        .read_dir(&in_cwd(dir, scope))
+        .read_dir_physical(&in_cwd(dir, scope))
         .unwrap_or_default();
     if let Some(risky) = entries
         .iter()

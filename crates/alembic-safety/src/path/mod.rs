@@ -271,6 +271,18 @@ impl PathGuard {
     /// Lists a directory, sorted by name; entries are described without following symlinks.
     pub fn read_dir(&self, path: &str) -> Result<Vec<DirEntryInfo>, PathError> {
         let rel = self.parse(path)?;
+        self.read_dir_rel(&rel, path)
+    }
+
+    /// Like [`PathGuard::read_dir`], with `path` resolved as the kernel does
+    /// (see [`PathGuard::check_physical`]): the directory a shell glob expands in.
+    pub fn read_dir_physical(&self, path: &str) -> Result<Vec<DirEntryInfo>, PathError> {
+        let rel = RelPath::parse_unfolded(path, &self.roots())?;
+        self.read_dir_rel(&rel, path)
+    }
+
+    fn read_dir_rel(&self, rel: &RelPath, path: &str) -> Result<Vec<DirEntryInfo>, PathError> {
+        let rel = rel.clone();
         let flags = OFlags::RDONLY | OFlags::DIRECTORY;
         let fd = self.open(&rel, path, flags, "open directory")?;
         let dir = rustix::fs::Dir::read_from(&fd).map_err(|e| io_error("list", &rel, e))?;

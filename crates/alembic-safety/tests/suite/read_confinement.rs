@@ -246,6 +246,52 @@ async fn link_dot_dot_is_resolved_by_the_kernel_not_folded_as_text() {
     );
 }
 
+#[test]
+fn physical_resolution_agrees_with_the_kernel_under_both_strategies() {
+    let fx = Fixture::new();
+    fx.symlink("../outside", "outside_link");
+    fx.symlink("/proc/self", "proc_link");
+    std::fs::create_dir_all(fx.path("src/deep")).unwrap();
+    fx.symlink("src/deep", "deep_link");
+    for (strategy, guard) in fx.guards() {
+        for escape in [
+            "outside_link/../outside/secret.txt",
+            "outside_link/..",
+            "proc_link/../1/environ",
+            "src/../outside_link/../outside",
+        ] {
+            let error = guard.check_physical(escape).unwrap_err();
+            assert_eq!(error.rule(), "path.escape", "{strategy:?} {escape}");
+        }
+        // `deep_link/..` is src (the target's parent), not the root.
+        assert_eq!(
+            guard.read_dir_physical("deep_link/..").unwrap()[0].name,
+            "deep"
+        );
+        assert!(
+            guard.check_physical("deep_link/../main.rs").is_ok(),
+            "{strategy:?}"
+        );
+        assert!(
+            guard.check_physical("deep_link/../README.md").is_err(),
+            "{strategy:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_glob_after_link_dot_dot_expands_where_the_kernel_goes() {
+    let h = Harness::new();
+    std::fs::create_dir_all(h.fx.path("src/deep")).unwrap();
+    h.symlink("src/deep", "deep_link");
+    h.symlink("{OUTSIDE}", "src/evil");
+    // The shell expands `deep_link/../*` in src, which holds a link out.
+    let reason = h.assert_refused("cat deep_link/../*", ".").await;
+    assert!(reason.contains("evil"), "{reason}");
+    h.assert_contained("grep -r OUTSIDE deep_link/../*", ".")
+        .await;
+}
+
 #[tokio::test]
 async fn recursion_that_follows_links_is_refused_while_a_link_leads_out() {
     let h = Harness::new();
