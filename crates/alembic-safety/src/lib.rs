@@ -32,14 +32,20 @@
 //! The command policy is an approval aid, not the boundary: it proves a
 //! script harmless only in a narrow, parse-checked form and otherwise asks.
 //! What bounds a command that was allowed is [`spawn::run`]: Landlock (where
-//! the kernel has it, reported as `sandboxed`) limits writes to the root and
-//! the temp directory and reads to the root, the temp directory, system
-//! directories and toolchain homes. Known gaps, stated so nobody relies on
-//! them: Landlock cannot forbid writes to `.git/` inside the root (the policy
-//! and [`PathGuard`] do); a program that follows symlinks itself (`grep -R`)
-//! can read system files such as `/etc/passwd` through an in-root link; and
-//! without Landlock (old kernels) only the policy stands between an allowed
-//! read-only program and the rest of the file system.
+//! the kernel has it, reported as `sandboxed`) limits writes to the root and a
+//! fresh private temp directory (`TMPDIR`), and reads to those plus the system
+//! program and library trees and a few start-up files (`ld.so.cache`,
+//! `passwd`, `localtime`); `/tmp`, `/proc`, `/sys`, homes and toolchain caches
+//! are unreadable, even through an in-root link. Before that the policy
+//! resolves every operand physically (`link/..` as the kernel does), checks
+//! globs that could match `..` and refuses link-following recursion while a
+//! link in the project leads out. Known gaps, stated so nobody relies on them:
+//! Landlock cannot forbid writes to `.git/` inside the root (the policy and
+//! [`PathGuard`] do), and without Landlock (old kernels) only the policy
+//! stands between an allowed read-only program and the rest of the file
+//! system; the policy then refuses what only the sandbox could contain
+//! (link-following recursion, globs that may match `..`) and the tool says so
+//! once.
 
 pub mod command;
 pub mod path;

@@ -292,6 +292,36 @@ fn gitfile_is_ours(guard: &PathGuard, dot_git: &std::path::Path) -> bool {
         .is_some_and(|back| back == dot_git)
 }
 
+/// The git directories outside the root that a linked worktree of this checkout needs read:
+/// its entry under the main repository's `.git/worktrees/` and that repository's common
+/// directory. Empty unless `.git` is a `gitdir:` file that [`gitfile_is_ours`] accepts.
+pub fn worktree_git_dirs(guard: &PathGuard) -> Vec<std::path::PathBuf> {
+    let dot_git = guard.root().join(".git");
+    if !std::fs::symlink_metadata(&dot_git).is_ok_and(|m| m.is_file())
+        || !gitfile_is_ours(guard, &dot_git)
+    {
+        return Vec::new();
+    }
+    let Some(entry) = std::fs::read_to_string(&dot_git)
+        .ok()
+        .and_then(|t| t.lines().next().map(str::to_owned))
+        .and_then(|l| {
+            l.strip_prefix("gitdir: ")
+                .map(|p| guard.root().join(p.trim()))
+        })
+        .and_then(|p| std::fs::canonicalize(p).ok())
+    else {
+        return Vec::new();
+    };
+    if entry.starts_with(guard.root()) {
+        return Vec::new();
+    }
+    let common = std::fs::read_to_string(entry.join("commondir"))
+        .ok()
+        .and_then(|c| std::fs::canonicalize(entry.join(c.trim())).ok());
+    std::iter::once(entry).chain(common).collect()
+}
+
 fn pinning(git_dir: &str, root: &str) -> Vec<(String, String)> {
     let parent = std::path::Path::new(root)
         .parent()

@@ -8,9 +8,12 @@
 //! else is [`CommandVerdict::NeedsApproval`]. Fail closed: a parse problem is
 //! never an allow.
 
+mod brace;
 mod deny;
 mod git;
 mod git_env;
+mod glob;
+mod operands;
 mod options;
 mod safe;
 mod syntax;
@@ -20,8 +23,9 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::path::PathGuard;
-pub use git_env::{GitEnvError, git_disabled_env, hardened_git_env};
-use safe::{ExtraEntry, Scope};
+pub use git_env::{GitEnvError, git_disabled_env, hardened_git_env, worktree_git_dirs};
+use operands::Scope;
+use safe::ExtraEntry;
 
 /// The project config file, relative to the root.
 const CONFIG_PATH: &str = ".alembic/config.toml";
@@ -187,6 +191,8 @@ const EXEC_CAPABLE: &[(&str, &str)] = &[
 #[derive(Debug, Clone, Default)]
 pub struct CommandPolicy {
     extra: Vec<ExtraEntry>,
+    /// Treat the kernel as having no Landlock, so the policy is the only layer.
+    no_landlock: bool,
 }
 
 impl CommandPolicy {
@@ -202,7 +208,24 @@ impl CommandPolicy {
             .iter()
             .map(|e| parse_entry(e))
             .collect::<Result<_, _>>()?;
-        Ok(Self { extra })
+        Ok(Self {
+            extra,
+            no_landlock: false,
+        })
+    }
+
+    /// Decides as if the kernel had no Landlock (tests use it on kernels that have it):
+    /// what only the sandbox could stop is refused instead (see [`Self::has_second_layer`]).
+    pub fn assume_no_landlock(mut self) -> Self {
+        self.no_landlock = true;
+        self
+    }
+
+    /// Whether allowed commands also run under Landlock. Without it, the policy refuses
+    /// what it cannot resolve inside the root itself: link-following recursion (the
+    /// scan for outward links could race) and globs that may match `..`.
+    pub fn has_second_layer(&self) -> bool {
+        !self.no_landlock && crate::spawn::landlock_available()
     }
 
     /// Reads the `[safety]` table of `<root>/.alembic/config.toml` (absent file → defaults).
@@ -258,7 +281,11 @@ impl CommandPolicy {
         if analysis.commands.is_empty() {
             return needs("the script contains no command");
         }
-        let scope = Scope { guard, cwd };
+        let scope = Scope {
+            guard,
+            cwd,
+            strict: !self.has_second_layer(),
+        };
         for command in &analysis.commands {
             if let Err(reason) = safe::check(command, &self.extra, &scope) {
                 return needs(reason);

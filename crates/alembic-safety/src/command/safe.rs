@@ -2,12 +2,11 @@
 //!
 //! A command is allowed only when its name is a plain word on the list, its
 //! arguments pass that program's checks, and no argument names a path outside
-//! the project root (checked through [`PathGuard`], so an in-root symlink that
+//! the project root (checked through [`PathGuard`](crate::PathGuard), so an in-root symlink that
 //! leads out counts as outside).
 
-use crate::path::{Access, EntryKind, PathError, PathGuard};
-
 use super::git::check_git;
+use super::operands::{Scope, check_operands};
 use super::options;
 use super::syntax::{Command, Word};
 
@@ -121,12 +120,6 @@ pub(crate) fn default_names() -> Vec<&'static str> {
 pub(crate) struct ExtraEntry {
     pub(crate) program: String,
     pub(crate) first_arg: Option<String>,
-}
-
-/// Where the script runs: the guard and the working directory relative to the root.
-pub(crate) struct Scope<'a> {
-    pub(crate) guard: &'a PathGuard,
-    pub(crate) cwd: &'a str,
 }
 
 /// `Ok` when this command is provably safe; otherwise the reason.
@@ -255,83 +248,6 @@ fn check_uniq(args: &[&Word]) -> Result<(), String> {
         .count();
     if operands > 1 || args.iter().any(|w| w.glob) {
         return Err("uniq with a second file writes to it: give at most one input file".into());
-    }
-    Ok(())
-}
-
-/// Every argument (and every `--option=value` value) must stay inside the root.
-fn check_operands(name: &str, args: &[&Word], scope: &Scope<'_>) -> Result<(), String> {
-    for word in args {
-        let arg = word.literal.as_deref().unwrap_or_default();
-        if word.tilde {
-            return Err(format!(
-                "{name} argument {arg:?} names the home directory, outside the project root"
-            ));
-        }
-        let value = match arg.strip_prefix('-') {
-            Some(_) => match arg.split_once('=') {
-                Some((_, value)) => value,
-                None => continue,
-            },
-            None => arg,
-        };
-        if value.is_empty() {
-            continue;
-        }
-        if word.glob {
-            check_glob(name, value, scope)?;
-        } else {
-            check_one_path(name, value, scope)?;
-        }
-    }
-    Ok(())
-}
-
-fn check_one_path(name: &str, value: &str, scope: &Scope<'_>) -> Result<(), String> {
-    let joined = if value.starts_with('/') || scope.cwd == "." {
-        value.to_owned()
-    } else {
-        format!("{}/{value}", scope.cwd)
-    };
-    match scope.guard.check(&joined, Access::Read) {
-        Err(e @ (PathError::Escape { .. } | PathError::SymlinkLoop { .. })) => Err(format!(
-            "{name} argument {value:?} leads outside the project root ({})",
-            e.rule()
-        )),
-        // Missing files, patterns and revisions are not paths that escape.
-        _ => Ok(()),
-    }
-}
-
-/// A glob expands inside its directory: that directory must be inside the root and
-/// hold no symlinks (which could lead out) and no names starting with `-` (options).
-fn check_glob(name: &str, value: &str, scope: &Scope<'_>) -> Result<(), String> {
-    let first_glob = value.find(['*', '?', '[']).unwrap_or(value.len());
-    let dir = match value[..first_glob].rfind('/') {
-        Some(0) => "/",
-        Some(at) => &value[..at],
-        None => ".",
-    };
-    if value[dir.len()..].trim_start_matches('/').contains('/') {
-        return Err(format!(
-            "{name} argument {value:?} has a glob in a directory component"
-        ));
-    }
-    check_one_path(name, dir, scope)?;
-    let joined = if dir.starts_with('/') || scope.cwd == "." {
-        dir.to_owned()
-    } else {
-        format!("{}/{dir}", scope.cwd)
-    };
-    let entries = scope.guard.read_dir(&joined).unwrap_or_default();
-    if let Some(risky) = entries
-        .iter()
-        .find(|e| e.kind == EntryKind::Symlink || e.name.starts_with('-'))
-    {
-        return Err(format!(
-            "{name} glob {value:?} could expand to {:?} (a symlink or an option-like name)",
-            risky.name
-        ));
     }
     Ok(())
 }

@@ -109,6 +109,14 @@ pub enum PathError {
         /// Configured limit.
         limit: u64,
     },
+    /// A scan of the tree stopped at its entry budget, so it proved nothing.
+    #[error(
+        "the project holds more than {limit} entries, too many to scan for symlinks that lead out"
+    )]
+    TreeTooLarge {
+        /// Entries the scan may visit.
+        limit: usize,
+    },
     /// A control file (`.git/`, `.alembic/`, `.env*`, lock files...) may not be written.
     #[error("{path:?} is a protected control path ({reason}): agents may not write it")]
     Protected {
@@ -147,6 +155,7 @@ impl PathError {
             Self::WriteThroughSymlink { .. } => "path.write_through_symlink",
             Self::HardLink { .. } => "path.hard_link",
             Self::TooLarge { .. } => "path.too_large",
+            Self::TreeTooLarge { .. } => "path.tree_too_large",
             Self::Protected { .. } => "path.protected",
             Self::Io { .. } => "path.io",
         }

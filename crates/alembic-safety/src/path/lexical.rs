@@ -60,6 +60,29 @@ impl RelPath {
         Ok(Self { components })
     }
 
+    /// Like [`RelPath::parse`] (same checks and refusals), but keeps `..` as a
+    /// component instead of folding it, so the kernel resolves it physically after
+    /// any symlink before it (`link/..` is the link target's parent, not `.`).
+    pub(crate) fn parse_unfolded(input: &str, roots: &[&Path]) -> Result<Self, PathError> {
+        Self::parse(input, roots)?;
+        let raw: Vec<String> = input
+            .split('/')
+            .filter(|part| !part.is_empty() && *part != ".")
+            .map(str::to_owned)
+            .collect();
+        if !input.starts_with('/') {
+            return Ok(Self { components: raw });
+        }
+        roots
+            .iter()
+            .filter_map(|root| root.to_str().and_then(fold))
+            .find_map(|root| raw.strip_prefix(root.as_slice()).map(<[String]>::to_vec))
+            .map(|components| Self { components })
+            .ok_or_else(|| PathError::Escape {
+                path: input.to_owned(),
+            })
+    }
+
     /// The components, outermost first.
     pub(crate) fn components(&self) -> &[String] {
         &self.components
@@ -166,6 +189,25 @@ mod tests {
         assert_eq!(parse("/work/proj/src/main.rs"), Ok("src/main.rs".into()));
         assert_eq!(parse("/work/proj"), Ok(".".into()));
         assert_eq!(parse("/work/other/../proj/a"), Ok("a".into()));
+    }
+
+    #[test]
+    fn unfolded_parse_keeps_dot_dot_for_the_kernel() {
+        let unfolded = |input: &str| {
+            RelPath::parse_unfolded(input, &[Path::new("/work/proj")])
+                .map(|p| p.to_string())
+                .map_err(|e| e.rule())
+        };
+        assert_eq!(
+            unfolded("link/../outside/x"),
+            Ok("link/../outside/x".into())
+        );
+        assert_eq!(unfolded("./a//./b/.."), Ok("a/b/..".into()));
+        assert_eq!(unfolded("/work/proj/l/../x"), Ok("l/../x".into()));
+        assert_eq!(unfolded("/work/proj"), Ok(".".into()));
+        // Lexical refusals still hold, and an absolute path must name the root literally.
+        assert_eq!(unfolded("../x"), Err("path.escape"));
+        assert_eq!(unfolded("/work/other/../proj/a"), Err("path.escape"));
     }
 
     #[test]

@@ -7,6 +7,7 @@
 
 mod error;
 mod lexical;
+mod links;
 mod optional;
 mod protected;
 mod remove;
@@ -271,6 +272,18 @@ impl PathGuard {
     /// Lists a directory, sorted by name; entries are described without following symlinks.
     pub fn read_dir(&self, path: &str) -> Result<Vec<DirEntryInfo>, PathError> {
         let rel = self.parse(path)?;
+        self.read_dir_rel(&rel, path)
+    }
+
+    /// Like [`PathGuard::read_dir`], with `path` resolved as the kernel does
+    /// (see [`PathGuard::check_physical`]): the directory a shell glob expands in.
+    pub fn read_dir_physical(&self, path: &str) -> Result<Vec<DirEntryInfo>, PathError> {
+        let rel = RelPath::parse_unfolded(path, &self.roots())?;
+        self.read_dir_rel(&rel, path)
+    }
+
+    fn read_dir_rel(&self, rel: &RelPath, path: &str) -> Result<Vec<DirEntryInfo>, PathError> {
+        let rel = rel.clone();
         let flags = OFlags::RDONLY | OFlags::DIRECTORY;
         let fd = self.open(&rel, path, flags, "open directory")?;
         let dir = rustix::fs::Dir::read_from(&fd).map_err(|e| io_error("list", &rel, e))?;
@@ -313,12 +326,26 @@ impl PathGuard {
         self.open(&rel, path, flags, "open")
     }
 
-    fn parse(&self, path: &str) -> Result<RelPath, PathError> {
+    /// Checks `path` for reading the way the kernel will open it: `..` after a
+    /// symlink climbs from the link's target, never folded away as text
+    /// (`outside_link/../outside/x` is outside). Command operands use this,
+    /// because the command's own `open` resolves them the same way.
+    pub fn check_physical(&self, path: &str) -> Result<String, PathError> {
+        let rel = RelPath::parse_unfolded(path, &self.roots())?;
+        self.open(&rel, path, OFlags::PATH, "open")?;
+        Ok(rel.to_string())
+    }
+
+    fn roots(&self) -> Vec<&Path> {
         let mut roots: Vec<&Path> = vec![&self.inner.root];
         if let Some(given) = &self.inner.root_as_given {
             roots.push(given);
         }
-        RelPath::parse(path, &roots)
+        roots
+    }
+
+    fn parse(&self, path: &str) -> Result<RelPath, PathError> {
+        RelPath::parse(path, &self.roots())
     }
 
     /// Opens `rel` beneath the root, following in-root symlinks.

@@ -1,12 +1,19 @@
-//! Landlock write confinement (Linux 5.13 and later).
+//! Landlock read and write confinement (Linux 5.13 and later).
 //!
 //! The ruleset is built in the parent with the `landlock` crate; the child
 //! only makes the one `landlock_restrict_self` system call between fork and
 //! exec (async-signal-safe). Writes, removals and creations are allowed only
-//! beneath the project root, the extra directories and `/dev/null`. Reads and
-//! execution are allowed there and in the system directories programs need
-//! (`/usr`, `/etc`, `/proc`…) plus toolchain homes, so home directories
-//! (`~/.ssh`, `~/.aws`) stay unreadable even through an in-root symlink.
+//! beneath the project root, the extra directories (a private temp dir) and
+//! `/dev/null`. Reads and execution are allowed there and in what a read-only
+//! tool needs to start: the system program and library trees, the dynamic
+//! loader's cache, the name-service and locale files, and a few devices.
+//!
+//! Everything else is unreadable, even through an in-root symlink: `/tmp`
+//! outside the private dir, home directories and toolchain caches (`~/.cargo`,
+//! `~/.rustup`, npm, pip), the rest of `/etc`, `/sys`, and all of `/proc`.
+//! `/proc/self` is refused too: the child's own environment is already the
+//! allow-list, but `/proc/self/root`, `cwd` and `fd/*` are magic links the
+//! kernel would let it follow, and no tool on the safe list needs them.
 
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
@@ -18,7 +25,8 @@ use landlock::{
 /// Newest ABI this code knows; older kernels get the subset they support.
 const TARGET_ABI: ABI = ABI::V5;
 
-/// Directories every program may read and execute from (missing ones are skipped).
+/// Directory trees every program may read and execute from (missing ones are skipped):
+/// programs, their libraries and data (`/usr/share/misc/magic`, locales, terminfo).
 const SYSTEM_READ_DIRS: &[&str] = &[
     "/usr",
     "/bin",
@@ -27,13 +35,26 @@ const SYSTEM_READ_DIRS: &[&str] = &[
     "/lib32",
     "/lib64",
     "/libx32",
-    "/etc",
-    "/proc",
-    "/dev",
-    "/sys",
-    "/opt",
-    "/nix",
+    "/nix/store",
     "/run/current-system",
+];
+
+/// Single files programs read at start-up (missing ones are skipped): the
+/// loader's cache and configuration, user and group names for `ls -l`, the
+/// local time zone, locale aliases and `file`'s local magic.
+const SYSTEM_READ_FILES: &[&str] = &[
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.preload",
+    "/etc/nsswitch.conf",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/localtime",
+    "/etc/locale.alias",
+    "/etc/magic",
+    "/dev/zero",
+    "/dev/urandom",
+    "/dev/random",
 ];
 
 /// A ruleset handle ready for `landlock_restrict_self`, or `None` when the
@@ -45,8 +66,11 @@ pub(crate) fn sandbox_ruleset(
 ) -> Option<OwnedFd> {
     let mut write_roots: Vec<&Path> = vec![root, Path::new("/dev/null")];
     write_roots.extend(writable.iter().map(PathBuf::as_path));
-    let mut read_roots: Vec<&Path> = SYSTEM_READ_DIRS.iter().map(Path::new).collect();
-    read_roots.extend(readable.iter().map(PathBuf::as_path));
+    let read_roots = SYSTEM_READ_DIRS
+        .iter()
+        .chain(SYSTEM_READ_FILES)
+        .map(Path::new)
+        .chain(readable.iter().map(PathBuf::as_path));
     let created = Ruleset::default()
         .handle_access(AccessFs::from_all(TARGET_ABI))
         .ok()?

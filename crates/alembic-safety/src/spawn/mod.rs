@@ -77,6 +77,8 @@ pub struct SpawnRequest {
     env: Vec<(String, String)>,
     cancel: Option<Arc<AtomicBool>>,
     sandbox: Option<Vec<PathBuf>>,
+    /// Extra read-only directories inside the sandbox (a linked worktree's git dirs).
+    readable: Vec<PathBuf>,
 }
 
 impl SpawnRequest {
@@ -91,6 +93,7 @@ impl SpawnRequest {
             env: Vec::new(),
             cancel: None,
             sandbox: None,
+            readable: Vec::new(),
         }
     }
 
@@ -138,11 +141,20 @@ impl SpawnRequest {
     }
 
     /// Sandboxes the child with Landlock: writes only beneath the project root,
-    /// `/dev/null` and `extra_dirs`; reads only there, in system directories and
-    /// toolchain homes. Where the kernel has no Landlock the child runs anyway
-    /// and [`ProcessOutput::sandboxed`] is false.
+    /// `/dev/null`, `extra_dirs` and a fresh private temp dir (`TMPDIR`, removed
+    /// afterwards); reads only there and in the system paths a program needs to
+    /// start (see `landlock.rs`): not `/tmp`, `/proc`, homes or toolchain caches.
+    /// Where the kernel has no Landlock the child runs anyway and
+    /// [`ProcessOutput::sandboxed`] is false.
     pub fn sandbox(mut self, extra_dirs: Vec<PathBuf>) -> Self {
         self.sandbox = Some(extra_dirs);
+        self
+    }
+
+    /// Directories outside the root the sandboxed child may read, never write: only what
+    /// the caller has vetted (the git directories of this checkout's own linked worktree).
+    pub fn readable(mut self, dirs: Vec<PathBuf>) -> Self {
+        self.readable = dirs;
         self
     }
 
@@ -175,7 +187,7 @@ pub struct ProcessOutput {
     pub truncated: bool,
     /// Wall time in milliseconds.
     pub duration_ms: u64,
-    /// True when Landlock confined the child's writes.
+    /// True when Landlock confined the child's reads and writes.
     pub sandboxed: bool,
 }
 
@@ -198,6 +210,13 @@ pub enum SpawnError {
         /// Program as given.
         program: String,
     },
+    /// The private temp directory for a sandboxed child could not be created.
+    #[error("creating the private temp directory failed: {source}")]
+    TempDir {
+        /// Underlying error.
+        #[source]
+        source: std::io::Error,
+    },
     /// The operating system refused to start it.
     #[error("starting {program:?} failed: {source}")]
     Spawn {
@@ -217,17 +236,20 @@ pub fn run(guard: &PathGuard, request: SpawnRequest) -> Result<ProcessOutput, Sp
         });
     }
     let cwd_fd = guard.open_dir(&request.cwd)?;
+    // Removed when this function returns, after the whole group was killed.
+    let private_tmp = match request.sandbox {
+        Some(_) => Some(private_tmp_dir()?),
+        None => None,
+    };
+    let tmp_path = private_tmp.as_ref().map(|t| t.path().to_owned());
     let ruleset = request.sandbox.as_ref().and_then(|extra| {
-        let toolchains: Vec<PathBuf> = allowed_env(guard.root())
-            .into_iter()
-            .filter(|(k, _)| TOOLCHAIN_HOMES.contains(&k.as_str()))
-            .map(|(_, v)| PathBuf::from(v))
-            .collect();
-        landlock::sandbox_ruleset(guard.root(), extra, &toolchains)
+        let mut writable = extra.clone();
+        writable.extend(tmp_path.clone());
+        landlock::sandbox_ruleset(guard.root(), &writable, &request.readable)
     });
     let sandboxed = ruleset.is_some();
     let started = Instant::now();
-    let mut child = start(guard, &request, cwd_fd, ruleset)?;
+    let mut child = start(guard, &request, cwd_fd, ruleset, tmp_path.as_deref())?;
     let pid = child.id();
     let stdout = drain(child.stdout.take(), request.output_limit);
     let stderr = drain(child.stderr.take(), request.output_limit);
@@ -253,8 +275,13 @@ pub fn run(guard: &PathGuard, request: SpawnRequest) -> Result<ProcessOutput, Sp
     })
 }
 
-/// Variables naming toolchain directories the sandbox must keep readable.
-const TOOLCHAIN_HOMES: &[&str] = &["RUSTUP_HOME", "CARGO_HOME", "GOROOT", "GOPATH", "JAVA_HOME"];
+/// A fresh, private (0700) directory for one sandboxed child's temporary files.
+fn private_tmp_dir() -> Result<tempfile::TempDir, SpawnError> {
+    tempfile::Builder::new()
+        .prefix("alembic-cmd-")
+        .tempdir()
+        .map_err(|source| SpawnError::TempDir { source })
+}
 
 /// Builds the allow-listed environment.
 pub fn allowed_env(root: &std::path::Path) -> Vec<(String, String)> {
@@ -296,6 +323,7 @@ fn start(
     request: &SpawnRequest,
     cwd_fd: OwnedFd,
     ruleset: Option<OwnedFd>,
+    tmp: Option<&std::path::Path>,
 ) -> Result<Child, SpawnError> {
     #[expect(
         clippy::disallowed_methods,
@@ -307,6 +335,7 @@ fn start(
         .env_clear()
         .envs(allowed_env(guard.root()))
         .envs(request.env.iter().map(|(k, v)| (k, v)))
+        .envs(tmp.map(|t| ("TMPDIR", t)))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

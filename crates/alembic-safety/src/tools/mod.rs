@@ -20,7 +20,9 @@ use alembic_tools::{
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::command::{CommandPolicy, CommandVerdict, git_disabled_env, hardened_git_env};
+use crate::command::{
+    CommandPolicy, CommandVerdict, git_disabled_env, hardened_git_env, worktree_git_dirs,
+};
 use crate::path::{PathError, PathGuard, PathLimits, WriteMode};
 use crate::spawn::{self, ProcessOutput, SpawnRequest};
 
@@ -43,6 +45,8 @@ pub struct SafetyServices {
     pub guard: PathGuard,
     /// Command policy with the project's configured additions.
     pub policy: CommandPolicy,
+    /// Set once the missing sandbox was reported, so it is said once, not on every call.
+    sandbox_noted: Arc<AtomicBool>,
 }
 
 impl SafetyServices {
@@ -55,7 +59,26 @@ impl SafetyServices {
             ..PathLimits::default()
         };
         let guard = PathGuard::with_limits(root, limits).map_err(|e| e.to_string())?;
-        Ok(Self { guard, policy })
+        Ok(Self {
+            guard,
+            policy,
+            sandbox_noted: Arc::default(),
+        })
+    }
+
+    /// Replaces the policy (tests use [`CommandPolicy::assume_no_landlock`]).
+    pub fn with_policy(mut self, policy: CommandPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// The one-time note that commands run without Landlock, or `None` (sandboxed, or said already).
+    fn sandbox_note(&self, sandboxed: bool) -> Option<&'static str> {
+        let missing = !sandboxed || !self.policy.has_second_layer();
+        (missing && !self.sandbox_noted.swap(true, std::sync::atomic::Ordering::Relaxed)).then_some(
+            "note: Landlock is not available, so commands run without the read and write sandbox; \
+             the policy alone confines them, and refuses link-following recursion and globs that can match \"..\"",
+        )
     }
 }
 
@@ -138,9 +161,9 @@ async fn run_command(
         .cwd(cwd.clone())
         .timeout(Duration::from_millis(timeout_ms))
         .cancel_flag(Arc::clone(&cancel))
-        // Defence in depth: even an allowed command cannot write outside the root and the
-        // temp dir, nor read home directories (for example through `grep -R` and a symlink).
-        .sandbox(vec![std::env::temp_dir()]);
+        // Defence in depth: even an allowed command reads and writes only the root, its
+        // private temp dir and the system paths programs need (never `/tmp`, `/proc`, homes).
+        .sandbox(Vec::new());
     let token = ctx.cancel.clone();
     let watcher = tokio::spawn(async move {
         token.cancelled().await;
@@ -158,7 +181,10 @@ async fn run_command(
             Err(e) if names_git => return Err(e.to_string()),
             Err(_) => git_disabled_env(&guard),
         };
-        let request = env.into_iter().fold(request, |r, (k, v)| r.env(k, v));
+        let request = env
+            .into_iter()
+            .fold(request, |r, (k, v)| r.env(k, v))
+            .readable(worktree_git_dirs(&guard));
         Ok(spawn::run(&guard, request))
     })
     .await;
@@ -170,10 +196,11 @@ async fn run_command(
             rule: "git.unsafe_repository".into(),
         })?
         .map_err(|e| ToolError::Failed(e.to_string()))?;
-    Ok(command_output(&command, &cwd, &output))
+    let note = services.sandbox_note(output.sandboxed);
+    Ok(command_output(&command, &cwd, &output, note))
 }
 
-fn command_output(command: &str, cwd: &str, out: &ProcessOutput) -> ToolOutput {
+fn command_output(command: &str, cwd: &str, out: &ProcessOutput, note: Option<&str>) -> ToolOutput {
     let data = json!({
         "command": command,
         "cwd": cwd,
@@ -185,6 +212,7 @@ fn command_output(command: &str, cwd: &str, out: &ProcessOutput) -> ToolOutput {
         "truncated": out.truncated,
         "durationMs": out.duration_ms,
         "sandboxed": out.sandboxed,
+        "sandboxNote": note,
     });
     let status = match (out.exit_code, out.timed_out) {
         (_, true) => format!(
@@ -195,6 +223,10 @@ fn command_output(command: &str, cwd: &str, out: &ProcessOutput) -> ToolOutput {
         (None, _) => format!("killed by signal {}", out.signal.unwrap_or(0)),
     };
     let mut text = format!("$ {command}\n{status}\n");
+    if let Some(note) = note {
+        text.push_str(note);
+        text.push('\n');
+    }
     if !out.stdout.is_empty() {
         text.push_str(&out.stdout);
         if !out.stdout.ends_with('\n') {

@@ -5,5 +5,6 @@ mod git_hardening;
 mod path_races;
 mod paths;
 mod policy;
+mod read_confinement;
 mod spawn;
 mod tools;
