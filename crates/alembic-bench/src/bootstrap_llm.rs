@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use alembic_agent::bootstrap::{DimensionBrief, DimensionRun, finish_tier, new_session};
 use alembic_agent::{AgentOptions, AgentRuntime, AgentTools, StageLimits};
-use alembic_context::{LoopDirectory, TierReflection};
+use alembic_context::LoopDirectory;
 use alembic_knowledge::{KnowledgeService, KnowledgeStore};
 use alembic_llm::fake::{FakeReply, FakeServer, FakeTurn, RecordedRequest};
 use alembic_llm::{LlmProvider, ProviderKind};
@@ -71,7 +71,6 @@ async fn run_mode(shared: bool) -> Result<Vec<DimensionFigures>> {
     let agent = agent(&server, project.path())?;
     let cancel = CancellationToken::new();
     let session = new_session();
-    let mut reflections: Vec<TierReflection> = Vec::new();
     let mut figures = Vec::new();
     for tier in 1..=3 {
         let dims: Vec<&str> = PLAN
@@ -80,18 +79,18 @@ async fn run_mode(shared: bool) -> Result<Vec<DimensionFigures>> {
             .map(|(_, d)| *d)
             .collect();
         for dim in &dims {
-            let (session, prior) = if shared {
-                (Arc::clone(&session), reflections.as_slice())
+            let session = if shared {
+                Arc::clone(&session)
             } else {
-                (new_session(), &[][..])
+                new_session()
             };
             let run = agent
-                .run_dimension(&session, &brief(dim, tier), prior, &cancel)
+                .run_dimension(&session, &brief(dim, tier), &cancel)
                 .await?;
             figures.push(figures_of(&run, tier));
         }
         if shared {
-            reflections.push(finish_tier(&session, tier, &dims));
+            finish_tier(&session, tier, &dims);
         }
     }
     Ok(figures)
