@@ -15,10 +15,10 @@ impl DimensionDigest {
                 serde_json::Deserializer::from_str(candidate).into_iter::<serde_json::Value>();
             if let Some(Ok(value)) = objects.next() {
                 let inner = value.get("dimensionDigest").cloned().unwrap_or(value);
-                if let Ok(digest) = serde_json::from_value::<DimensionDigest>(inner) {
-                    if !digest.summary.trim().is_empty() || !digest.cross_refs.is_empty() {
-                        return Some(digest);
-                    }
+                if let Ok(digest) = serde_json::from_value::<DimensionDigest>(inner)
+                    && (!digest.summary.trim().is_empty() || !digest.cross_refs.is_empty())
+                {
+                    return Some(digest);
                 }
             }
             rest = &candidate[1..];
