@@ -120,6 +120,39 @@ fn verify_json_reports_a_truncated_log_and_fails() {
     let mut key = db.as_os_str().to_os_string();
     key.push("-audit.key");
     assert_eq!(std::fs::read(&key).unwrap().len(), 32);
+    // the key and the anchor stay on this machine: git never offers to commit them
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(p)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    git(&["init", "-q"]);
+    let untracked = git(&[
+        "status",
+        "--porcelain",
+        "--untracked-files=all",
+        "--ignored=no",
+    ]);
+    assert!(untracked.contains(".alembic/.gitignore"), "{untracked}");
+    assert!(!untracked.contains("alembic.db"), "{untracked}");
+    let ignored = git(&[
+        "status",
+        "--porcelain",
+        "--ignored",
+        "--untracked-files=all",
+    ]);
+    assert!(
+        ignored.contains("!! .alembic/alembic.db-audit.key"),
+        "{ignored}"
+    );
+    assert!(
+        ignored.contains("!! .alembic/alembic.db-audit.anchor"),
+        "{ignored}"
+    );
     let conn = alembic_runtime::store::rusqlite::Connection::open(&db).unwrap();
     assert_eq!(
         conn.execute("delete from audit_log where seq = 3", [])
