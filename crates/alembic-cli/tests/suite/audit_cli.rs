@@ -122,13 +122,15 @@ fn verify_json_reports_a_truncated_log_and_fails() {
     assert_eq!(std::fs::read(&key).unwrap().len(), 32);
     // the key and the anchor stay on this machine: git never offers to commit them
     let git = |args: &[&str]| {
-        let out = std::process::Command::new("git")
+        let out = assert_cmd::Command::new("git")
             .args(args)
             .current_dir(p)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "git {args:?}");
-        String::from_utf8(out.stdout).unwrap()
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        String::from_utf8(out).unwrap()
     };
     git(&["init", "-q"]);
     let untracked = git(&[
