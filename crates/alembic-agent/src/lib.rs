@@ -61,8 +61,8 @@ pub use error::AgentError;
 pub use events::{AgentEvent, EventSink};
 pub use memory::SharedMemory;
 pub use preset::{
-    ANALYST_TOOLS_PRESET, AgentPreset, BOOTSTRAP_TOOLS_PRESET, PRODUCER_TOOLS_PRESET, StageLimits,
-    StageSpec,
+    ANALYST_TOOLS_PRESET, AgentPreset, BOOTSTRAP_TOOLS_PRESET, INSIGHT_TOOLS_PRESET,
+    PRODUCER_TOOLS_PRESET, StageLimits, StageSpec, cold_start_stage,
 };
 pub use prompt::{EMPTY_REPLY_NUDGE, FORCED_SUMMARY_NUDGE};
 pub use remember::{EXTRACTION_MAX_TOKENS, MEMORY_EXTRACTION_SYSTEM_PROMPT};

@@ -2,11 +2,17 @@
 //! exploration strategy and limits.
 
 use alembic_context::{BudgetProfile, Strategy};
+use alembic_tools::{Allowlist, PresetCatalog, PresetError};
 
-/// Catalog preset whose tools the insight analyst stage gets (the code_analysis capability).
+/// Catalog preset the cold start explores with (the code_analysis capability, with the
+/// session tools `get_previous_analysis` / `get_previous_evidence`).
 pub const ANALYST_TOOLS_PRESET: &str = "bootstrap-analyst";
-/// Catalog preset whose tools the insight producer stage gets (knowledge_production).
+/// Catalog preset of the submit tools (knowledge_production): the insight producer stage's
+/// tools, and the cold start's besides [`ANALYST_TOOLS_PRESET`].
 pub const PRODUCER_TOOLS_PRESET: &str = "bootstrap-producer";
+/// Catalog preset of the seed's Insight mode (~15 tools, `forge_tool` among them: scenario
+/// 2 forges a composed tool while analysing a module). The insight analyst stage offers it.
+pub const INSIGHT_TOOLS_PRESET: &str = "insight";
 
 /// How a run is organised.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -14,8 +20,9 @@ pub enum AgentPreset {
     /// One loop with the tools of catalog preset `tools` and the user memory profile
     /// (`chat`, or any other catalog preset used for questions).
     Single { tools: String },
-    /// An analyst stage (code_analysis tools), then a producer stage (knowledge_production
-    /// tools) that starts from the analyst's distilled findings.
+    /// An analyst stage with the `insight` tools (analysis, submit, `forge_tool`), then a
+    /// producer stage (knowledge_production tools) that starts from the analyst's distilled
+    /// findings, each under its own budget profile.
     Insight,
     /// One stage under the seed's Bootstrap strategy (EXPLORE → PRODUCE → SUMMARIZE) with the
     /// `insight` tools: explore, submit knowledge candidates, summarise. The exploration
@@ -24,7 +31,22 @@ pub enum AgentPreset {
 }
 
 /// Catalog preset whose tools a [`AgentPreset::Bootstrap`] stage gets (explore and submit).
-pub const BOOTSTRAP_TOOLS_PRESET: &str = "insight";
+pub const BOOTSTRAP_TOOLS_PRESET: &str = INSIGHT_TOOLS_PRESET;
+
+/// The one stage of a cold-start dimension (`alembic bootstrap` with an LLM): the seed's
+/// Bootstrap strategy, EXPLORE → PRODUCE → SUMMARIZE, with the analysis tools (session tools
+/// included) and the submit tools. EXPLORE runs under the analyst profile; entering PRODUCE
+/// switches to the producer profile and hands over the distilled analysis (see `stage/`).
+pub fn cold_start_stage(limits: &StageLimits) -> StageSpec {
+    StageSpec {
+        name: "bootstrap".into(),
+        tools_presets: vec![ANALYST_TOOLS_PRESET.into(), PRODUCER_TOOLS_PRESET.into()],
+        profile: BudgetProfile::Analyst,
+        strategy: Some(Strategy::Bootstrap),
+        max_iterations: limits.analyst_iterations,
+        temperature: 0.4,
+    }
+}
 
 impl AgentPreset {
     /// `insight` is the staged preset and `bootstrap` the one-stage Bootstrap run; any other
@@ -52,7 +74,7 @@ impl AgentPreset {
         match self {
             AgentPreset::Single { tools } => vec![StageSpec {
                 name: "chat".into(),
-                tools_preset: tools.clone(),
+                tools_presets: vec![tools.clone()],
                 profile: BudgetProfile::User,
                 strategy: Some(Strategy::Chat),
                 max_iterations: limits.chat_iterations,
@@ -61,7 +83,7 @@ impl AgentPreset {
             AgentPreset::Insight => vec![
                 StageSpec {
                     name: "analyst".into(),
-                    tools_preset: ANALYST_TOOLS_PRESET.into(),
+                    tools_presets: vec![INSIGHT_TOOLS_PRESET.into()],
                     profile: BudgetProfile::Analyst,
                     strategy: Some(Strategy::Analyst),
                     max_iterations: limits.analyst_iterations,
@@ -69,7 +91,7 @@ impl AgentPreset {
                 },
                 StageSpec {
                     name: "producer".into(),
-                    tools_preset: PRODUCER_TOOLS_PRESET.into(),
+                    tools_presets: vec![PRODUCER_TOOLS_PRESET.into()],
                     profile: BudgetProfile::Producer,
                     strategy: Some(Strategy::Producer),
                     max_iterations: limits.producer_iterations,
@@ -78,7 +100,7 @@ impl AgentPreset {
             ],
             AgentPreset::Bootstrap => vec![StageSpec {
                 name: "bootstrap".into(),
-                tools_preset: BOOTSTRAP_TOOLS_PRESET.into(),
+                tools_presets: vec![BOOTSTRAP_TOOLS_PRESET.into()],
                 profile: BudgetProfile::Analyst,
                 strategy: Some(Strategy::Bootstrap),
                 max_iterations: limits.analyst_iterations,
@@ -111,8 +133,8 @@ impl Default for StageLimits {
 #[derive(Debug, Clone, PartialEq)]
 pub struct StageSpec {
     pub name: String,
-    /// Catalog preset whose allowlist this stage's caller gets.
-    pub tools_preset: String,
+    /// Catalog presets whose allowlists, together, this stage's caller gets.
+    pub tools_presets: Vec<String>,
     pub profile: BudgetProfile,
     /// Exploration control: nudges and phase-driven tool_choice (`Chat` for the chat loop,
     /// where any text reply is the answer and the round limit ends the loop); `None` runs the
@@ -120,6 +142,20 @@ pub struct StageSpec {
     pub strategy: Option<Strategy>,
     pub max_iterations: u32,
     pub temperature: f64,
+}
+
+impl StageSpec {
+    /// The union of the allowlists of [`StageSpec::tools_presets`].
+    pub fn allowlist(&self, catalog: &PresetCatalog) -> Result<Allowlist, PresetError> {
+        let mut names = std::collections::BTreeSet::new();
+        for preset in &self.tools_presets {
+            match catalog.allowlist(preset)? {
+                Allowlist::All => return Ok(Allowlist::All),
+                Allowlist::Only(set) => names.extend(set.iter().cloned()),
+            }
+        }
+        Ok(Allowlist::only(names))
+    }
 }
 
 #[cfg(test)]
@@ -130,24 +166,61 @@ mod tests {
     #[test]
     fn insight_has_an_analyst_then_a_producer_stage() {
         let stages = AgentPreset::from_name("insight").stages(&StageLimits::default());
-        let names: Vec<(&str, &str)> = stages
+        let names: Vec<(&str, Vec<String>, BudgetProfile)> = stages
             .iter()
-            .map(|s| (s.name.as_str(), s.tools_preset.as_str()))
+            .map(|s| (s.name.as_str(), s.tools_presets.clone(), s.profile))
             .collect();
         assert_eq!(
             names,
             vec![
-                ("analyst", ANALYST_TOOLS_PRESET),
-                ("producer", PRODUCER_TOOLS_PRESET)
+                (
+                    "analyst",
+                    vec![INSIGHT_TOOLS_PRESET.to_string()],
+                    BudgetProfile::Analyst
+                ),
+                (
+                    "producer",
+                    vec![PRODUCER_TOOLS_PRESET.to_string()],
+                    BudgetProfile::Producer
+                )
             ]
         );
         let bootstrap = AgentPreset::from_name("bootstrap").stages(&StageLimits::default());
         assert_eq!(bootstrap.len(), 1);
         assert_eq!(bootstrap[0].strategy, Some(Strategy::Bootstrap));
-        assert_eq!(bootstrap[0].tools_preset, BOOTSTRAP_TOOLS_PRESET);
+        assert_eq!(bootstrap[0].tools_presets, [BOOTSTRAP_TOOLS_PRESET]);
+        let cold = cold_start_stage(&StageLimits::default());
+        assert_eq!(cold.strategy, Some(Strategy::Bootstrap));
+        assert_eq!(
+            cold.tools_presets,
+            [ANALYST_TOOLS_PRESET, PRODUCER_TOOLS_PRESET]
+        );
         let chat = AgentPreset::from_name("chat").stages(&StageLimits::default());
         assert_eq!(chat.len(), 1);
         assert_eq!(chat[0].strategy, Some(Strategy::Chat));
         assert_eq!(chat[0].max_iterations, 8);
+    }
+
+    #[test]
+    fn a_stage_offers_the_union_of_its_presets() {
+        let catalog = PresetCatalog::builtin();
+        let cold = cold_start_stage(&StageLimits::default());
+        let Allowlist::Only(tools) = cold.allowlist(&catalog).unwrap() else {
+            panic!("the cold start must be restricted");
+        };
+        for tool in ["get_previous_analysis", "note_finding", "submit_knowledge"] {
+            assert!(tools.contains(tool), "{tool} missing from {tools:?}");
+        }
+        assert!(!tools.contains("forge_tool"));
+        let insight = AgentPreset::Insight.stages(&StageLimits::default());
+        let Allowlist::Only(tools) = insight[0].allowlist(&catalog).unwrap() else {
+            panic!("insight must be restricted");
+        };
+        assert!(tools.contains("forge_tool"), "{tools:?}");
+        let unknown = StageSpec {
+            tools_presets: vec!["chat".into(), "nope".into()],
+            ..cold
+        };
+        assert!(unknown.allowlist(&catalog).is_err());
     }
 }

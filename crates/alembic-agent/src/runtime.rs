@@ -156,8 +156,42 @@ pub(crate) struct RunContext<'a> {
     /// How the model's context is split for this run.
     pub split: ContextSplit,
     pub scope: &'a ScopeId,
-    pub static_memory: &'a str,
+    /// What each stage builds its static memory prompt from.
+    pub memory: &'a MemoryInputs,
     pub cancel: &'a CancellationToken,
+}
+
+/// What the static memory prompt of a run is built from. It is built again whenever the
+/// scope's budget profile changes (every stage, and a Bootstrap stage entering PRODUCE), so
+/// each profile's shares size its own persistent, session and conversation sections.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct MemoryInputs {
+    /// The task or question (recall query).
+    pub query: String,
+    /// The bootstrap dimension, for the session section.
+    pub dimension: Option<String>,
+    pub focus_keywords: Vec<String>,
+    pub conversation: Option<String>,
+}
+
+impl MemoryInputs {
+    /// The static memory prompt of `scope` under its current profile.
+    pub fn static_prompt(
+        &self,
+        coordinator: &MemoryCoordinator,
+        scope: &ScopeId,
+    ) -> Result<String, AgentError> {
+        let keywords: Vec<&str> = self.focus_keywords.iter().map(String::as_str).collect();
+        Ok(coordinator.static_prompt(
+            scope,
+            &StaticPromptRequest {
+                query: Some(&self.query),
+                dimension: self.dimension.as_deref(),
+                focus_keywords: &keywords,
+                conversation_summary: self.conversation.as_deref(),
+            },
+        )?)
+    }
 }
 
 impl RunContext<'_> {
@@ -216,7 +250,7 @@ impl AgentRuntime {
             .stages(&self.options.limits)
             .into_iter()
             .map(|s| {
-                let allow = self.tools.presets.allowlist(&s.tools_preset)?;
+                let allow = s.allowlist(&self.tools.presets)?;
                 let names = registry
                     .schemas(&allow)
                     .into_iter()
@@ -263,7 +297,7 @@ impl AgentRuntime {
     ) -> Result<RunReport, AgentError> {
         let stages = request.preset.stages(&self.options.limits);
         for s in &stages {
-            self.tools.presets.allowlist(&s.tools_preset)?;
+            s.allowlist(&self.tools.presets)?;
         }
         let run_id = uuid::Uuid::now_v7().to_string();
         let coordinator = Arc::new(self.coordinator());
@@ -277,14 +311,11 @@ impl AgentRuntime {
             first_profile,
             ActiveContextOptions::default(),
         );
-        let static_memory = coordinator.static_prompt(
-            &scope,
-            &StaticPromptRequest {
-                query: Some(&request.question),
-                conversation_summary: request.conversation.as_deref(),
-                ..StaticPromptRequest::default()
-            },
-        )?;
+        let memory = MemoryInputs {
+            query: request.question.clone(),
+            conversation: request.conversation.clone(),
+            ..MemoryInputs::default()
+        };
         let deadline = RunDeadline::arm(cancel, self.options.run_timeout);
         let ctx = RunContext {
             runtime: self,
@@ -295,7 +326,7 @@ impl AgentRuntime {
             coordinator: &coordinator,
             split: coordinator.split(self.context_tokens()),
             scope: &scope,
-            static_memory: &static_memory,
+            memory: &memory,
             cancel: &deadline.token,
         };
         let outcomes = run_stages(&ctx, &stages, &request.question)
@@ -316,7 +347,8 @@ impl AgentRuntime {
     }
 }
 
-/// Runs the stages in order; each later stage starts from the distilled findings of the run
+/// Runs the stages in order, each under its own budget profile (its static memory prompt is
+/// built under that profile); each later stage starts from the distilled findings of the run
 /// so far and the previous stage's answer.
 pub(crate) async fn run_stages(
     ctx: &RunContext<'_>,

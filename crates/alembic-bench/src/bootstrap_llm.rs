@@ -3,16 +3,17 @@
 //! run and, as the baseline in the same run, with a fresh SessionStore per dimension (no
 //! shared cache, no results of earlier dimensions, no tier reflections). Counts, not timings.
 //!
-//! The scripted model behaves the same in both modes: each analyst searches the project for
-//! "Repository", notes a finding, reads `Payment/PaymentRepository.swift`; each producer
-//! submits one candidate of its own. Input tokens follow the size of each request body
+//! The scripted model behaves the same in both modes. Each dimension runs the Bootstrap
+//! strategy: in EXPLORE it searches the project for "Repository", notes a finding, reads
+//! `Payment/PaymentRepository.swift` and says it is done; in PRODUCE (after the hand-over) it
+//! submits one candidate of its own; in SUMMARIZE it answers its digest. Input tokens follow the size of each request body
 //! (bytes / 4), so a prompt that carries earlier dimensions' results costs what it weighs.
 
 use std::sync::Arc;
 
 use alembic_agent::bootstrap::{DimensionBrief, DimensionRun, finish_tier, new_session};
 use alembic_agent::{AgentOptions, AgentRuntime, AgentTools, StageLimits};
-use alembic_context::{LoopDirectory, TierReflection};
+use alembic_context::LoopDirectory;
 use alembic_knowledge::{KnowledgeService, KnowledgeStore};
 use alembic_llm::fake::{FakeReply, FakeServer, FakeTurn, RecordedRequest};
 use alembic_llm::{LlmProvider, ProviderKind};
@@ -71,7 +72,6 @@ async fn run_mode(shared: bool) -> Result<Vec<DimensionFigures>> {
     let agent = agent(&server, project.path())?;
     let cancel = CancellationToken::new();
     let session = new_session();
-    let mut reflections: Vec<TierReflection> = Vec::new();
     let mut figures = Vec::new();
     for tier in 1..=3 {
         let dims: Vec<&str> = PLAN
@@ -80,18 +80,18 @@ async fn run_mode(shared: bool) -> Result<Vec<DimensionFigures>> {
             .map(|(_, d)| *d)
             .collect();
         for dim in &dims {
-            let (session, prior) = if shared {
-                (Arc::clone(&session), reflections.as_slice())
+            let session = if shared {
+                Arc::clone(&session)
             } else {
-                (new_session(), &[][..])
+                new_session()
             };
             let run = agent
-                .run_dimension(&session, &brief(dim, tier), prior, &cancel)
+                .run_dimension(&session, &brief(dim, tier), &cancel)
                 .await?;
             figures.push(figures_of(&run, tier));
         }
         if shared {
-            reflections.push(finish_tier(&session, tier, &dims));
+            finish_tier(&session, tier, &dims);
         }
     }
     Ok(figures)
@@ -163,8 +163,7 @@ fn agent(server: &FakeServer, root: &std::path::Path) -> Result<AgentRuntime> {
     let options = AgentOptions {
         strike_pause: std::time::Duration::ZERO,
         limits: StageLimits {
-            analyst_iterations: 3,
-            producer_iterations: 2,
+            analyst_iterations: 7,
             ..StageLimits::default()
         },
         ..AgentOptions::default()
@@ -192,17 +191,25 @@ fn script(req: &RecordedRequest) -> FakeReply {
         .nth(1)
         .and_then(|s| s.split(')').next())
         .unwrap_or("dimension");
+    let producing = req.body["messages"].as_array().is_some_and(|m| {
+        m.iter().any(|m| {
+            m["role"] == "user"
+                && m["content"]
+                    .as_str()
+                    .is_some_and(|c| c.starts_with("## Hand-over from the analysis phase"))
+        })
+    });
     let turn = if tools.is_empty() {
-        FakeTurn::text(format!(
-            "## Report\n{dim}: Payment keeps its data behind a repository."
-        ))
-    } else if tools.iter().any(|t| t == "note_finding") {
+        let digest = json!({"dimensionDigest": {"summary": format!("{dim}: Payment keeps its data behind a repository."), "candidateCount": 1}});
+        FakeTurn::text(format!("```json\n{digest}\n```"))
+    } else if !producing {
         match results {
             0 => FakeTurn::new().tool_call("s1", "search_project_code", json!({"pattern": "Repository"})),
             1 => FakeTurn::new().tool_call("n1", "note_finding", json!({"finding": format!("{dim}: PaymentCoordinator depends on the PaymentRepository protocol"), "evidence": "Payment/PaymentCoordinator.swift:2", "importance": 8})),
-            _ => FakeTurn::new().tool_call("r1", "read_project_file", json!({"filePath": "Payment/PaymentRepository.swift"})),
+            2 => FakeTurn::new().tool_call("r1", "read_project_file", json!({"filePath": "Payment/PaymentRepository.swift"})),
+            _ => FakeTurn::text(format!("{dim}: explored.")),
         }
-    } else if results == 0 {
+    } else if results <= 3 {
         let args = json!({"title": format!("{dim}: payment data behind a repository"), "content": {"markdown": format!("In {dim}, coordinators reach payment data through PaymentRepository.")}, "sources": ["Payment/PaymentRepository.swift"]});
         FakeTurn::new().tool_call("k1", "submit_knowledge", args)
     } else {

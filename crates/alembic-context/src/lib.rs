@@ -79,7 +79,7 @@ pub use observation::{ToolObservation, is_submit_tool};
 pub use run::{DuplicateRecipe, RunResults};
 pub use session::{
     CandidateSummary, CrossReference, DimensionDigest, DimensionReport, ProducerContext,
-    SessionError, SessionFinding, SessionStore, TierReflection,
+    SessionFinding, SessionStore, TierReflection,
 };
 pub use text::TokenMeter;
 pub use window::{

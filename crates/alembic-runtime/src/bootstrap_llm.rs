@@ -1,6 +1,7 @@
 //! The LLM path of `alembic bootstrap`: [`LlmAnalyser`] runs each dimension through
-//! [`AgentRuntime::run_dimension`] (analyst, then producer) in the run's shared session, with
-//! the reflections of the tiers before as `prior`.
+//! [`AgentRuntime::run_dimension`] (one stage under the seed's Bootstrap strategy, EXPLORE →
+//! PRODUCE → SUMMARIZE) in the run's shared session. The reflections of the tiers before are
+//! in that session (the runner builds them into it), and reach the prompt from there.
 //!
 //! The producer submits through the knowledge tools (so SubmitDedup spans the dimensions), but
 //! its agent's pipeline carries [`StagedSubmissions`]: an accepted submission is checked as
@@ -167,7 +168,7 @@ impl DimensionAnalyser for LlmAnalyser {
         };
         let result = self
             .agent
-            .run_dimension(&ctx.session, &brief, &ctx.reflections, &self.cancel)
+            .run_dimension(&ctx.session, &brief, &self.cancel)
             .await;
         // Taken whatever the result: a failed dimension's submissions are dropped.
         let staged = self.staging.take(&dim.id);

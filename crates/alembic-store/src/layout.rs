@@ -27,7 +27,10 @@ pub const LOCAL: &[(&str, &str)] = &[
         "alembic.db",
         "the project database: knowledge, memory, code index, sessions, audit log",
     ),
-    ("alembic.db-*", "the database's WAL and shared-memory files"),
+    (
+        "alembic.db-*",
+        "the database's WAL and shared-memory files, the audit key and the audit anchor",
+    ),
     (
         "tools/.temporary/",
         "forged tools that are not saved yet (they expire)",

@@ -1,33 +1,39 @@
-//! The LLM path of a bootstrap dimension: [`AgentRuntime::run_dimension`] runs an analyst
-//! stage (explore, with the `bootstrap-analyst` tools) and then a producer stage (submit, with
-//! the `bootstrap-producer` tools) — the EXPLORE and PRODUCE phases of the Bootstrap
-//! strategy — inside one [`SessionStore`] that every dimension of the run shares:
+//! The LLM path of a bootstrap dimension: [`AgentRuntime::run_dimension`] runs one stage
+//! under the seed's Bootstrap strategy, EXPLORE → PRODUCE → SUMMARIZE
+//! ([`crate::preset::cold_start_stage`]: the analysis tools with the session tools, and the
+//! submit tools), inside one [`SessionStore`] that every dimension of the run shares:
 //!
+//! - EXPLORE runs under the analyst profile; entering PRODUCE switches the scope to the
+//!   producer profile, rebuilds the static memory prompt under its shares, and hands the
+//!   distilled analysis (`distilled_for_producer`) to the model (`stage/handoff.rs`);
+//! - SUMMARIZE asks for the `dimensionDigest` JSON; its summary becomes the dimension's
+//!   analysis and its `crossRefs` become the session's cross-dimension references, which the
+//!   dimensions after it see (session section and hand-over);
 //! - the coordinator is built with the session, so the static prompt of a dimension carries
-//!   the results of earlier dimensions and the tier reflections (`context_for_dimension`), and
-//!   `get_previous_analysis` / `get_previous_evidence` read the run's real reports;
+//!   the results of earlier dimensions and the tier reflections (`context_for_dimension`, the
+//!   one place reflections reach the prompt), and `get_previous_analysis` /
+//!   `get_previous_evidence` read the run's real reports;
 //! - the session's read-only tool cache serves a call another dimension already made;
 //! - SubmitDedup refuses a title another dimension of the session already submitted;
 //! - when the dimension ends, its report (analysis, findings with evidence, candidates,
-//!   distilled working memory) is stored in the session for the dimensions after it.
+//!   distilled working memory, digest) is stored in the session for the dimensions after it.
 //!
-//! After each tier, [`finish_tier`] builds the [`TierReflection`]; pass the reflections so far
-//! as `prior` to the next tier's dimensions and they appear in their task prompt.
+//! After each tier, [`finish_tier`] builds the [`TierReflection`] into the session.
 
 use std::sync::{Arc, Mutex};
 
 use alembic_base::lock;
 use alembic_context::{
-    ActiveContextOptions, BudgetProfile, CandidateSummary, DimensionReport, Finding, ScopeId,
-    SessionFinding, SessionStore, StaticPromptRequest, TierReflection,
+    ActiveContextOptions, BudgetProfile, CandidateSummary, DimensionDigest, DimensionReport,
+    Finding, ScopeId, SessionFinding, SessionStore, TierReflection,
 };
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::AgentError;
-use crate::preset::AgentPreset;
+use crate::preset::cold_start_stage;
 use crate::report::{StageReport, UsageReport};
-use crate::runtime::{AgentRuntime, RunContext, run_stages};
+use crate::runtime::{AgentRuntime, MemoryInputs, RunContext, run_stages};
 use crate::stage::StageOutcome;
 
 /// The session every dimension of one bootstrap run shares.
@@ -62,8 +68,10 @@ pub struct DimensionRun {
     /// Tool calls the session cache answered during this dimension.
     pub cache_hits: u64,
     pub tool_calls: usize,
-    /// The analyst's report.
+    /// The dimension's analysis: its digest's summary, else the stage's final answer.
     pub analysis: String,
+    /// The `dimensionDigest` the dimension ended with, when its answer carried one.
+    pub digest: Option<DimensionDigest>,
     /// Findings noted during the dimension, most important first.
     pub findings: Vec<SessionFinding>,
     pub stages: Vec<StageReport>,
@@ -79,50 +87,25 @@ pub fn finish_tier(session: &SharedSession, tier: usize, dims: &[&str]) -> TierR
     lock(session).reflect_tier(tier, dims)
 }
 
-/// The task of a dimension: its label, guide and knowledge types, then what earlier tiers
-/// found (their reflections), so a tier-2 dimension starts from tier 1's results.
-pub fn dimension_prompt(brief: &DimensionBrief, prior: &[TierReflection]) -> String {
-    let mut text = format!(
-        "Bootstrap dimension \"{}\" ({}), tier {}.\n\n## What to extract\n{}\n\nKnowledge types you may submit: {}.",
+/// The task of a dimension: its label, guide and knowledge types. What earlier dimensions
+/// and tiers found is in the system prompt's session section, not repeated here.
+pub fn dimension_prompt(brief: &DimensionBrief) -> String {
+    format!(
+        "Bootstrap dimension \"{}\" ({}), tier {}.\n\n## What to extract\n{}\n\nKnowledge types you may submit: {}.\n\nDo not repeat what earlier dimensions submitted; build on it.",
         brief.label,
         brief.id,
         brief.tier,
         brief.guide.trim(),
         brief.knowledge_types.join(", ")
-    );
-    for r in prior {
-        text.push_str(&format!(
-            "\n\n## What tier {} found ({})",
-            r.tier_index,
-            r.completed_dimensions.join(", ")
-        ));
-        for (dim, f) in &r.top_findings {
-            let evidence = if f.evidence.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", f.evidence)
-            };
-            text.push_str(&format!("\n- [{dim}] {}{evidence}", f.finding));
-        }
-        for p in &r.cross_dimension_patterns {
-            text.push_str(&format!("\n- shared: {p}"));
-        }
-        for s in &r.suggestions_for_next_tier {
-            text.push_str(&format!("\n- suggestion: {s}"));
-        }
-    }
-    text.push_str("\n\nDo not repeat what earlier dimensions submitted; build on it.");
-    text
+    )
 }
 
 impl AgentRuntime {
-    /// Runs dimension `brief` in `session` (see the module docs). `prior` are the reflections
-    /// of the tiers already finished.
+    /// Runs dimension `brief` in `session` (see the module docs).
     pub async fn run_dimension(
         &self,
         session: &SharedSession,
         brief: &DimensionBrief,
-        prior: &[TierReflection],
         cancel: &CancellationToken,
     ) -> Result<DimensionRun, AgentError> {
         let run_id = uuid::Uuid::now_v7().to_string();
@@ -133,17 +116,13 @@ impl AgentRuntime {
             BudgetProfile::Analyst,
             ActiveContextOptions::default(),
         );
-        let task = dimension_prompt(brief, prior);
-        let keywords: Vec<&str> = brief.label.split_whitespace().collect();
-        let static_memory = coordinator.static_prompt(
-            &scope,
-            &StaticPromptRequest {
-                query: Some(&task),
-                dimension: Some(&brief.id),
-                focus_keywords: &keywords,
-                conversation_summary: None,
-            },
-        )?;
+        let task = dimension_prompt(brief);
+        let memory = MemoryInputs {
+            query: task.clone(),
+            dimension: Some(brief.id.clone()),
+            focus_keywords: brief.label.split_whitespace().map(String::from).collect(),
+            conversation: None,
+        };
         let hits_before = lock(session).cache_stats().hits;
         let ctx = RunContext {
             runtime: self,
@@ -154,16 +133,18 @@ impl AgentRuntime {
             coordinator: &coordinator,
             split: coordinator.split(self.context_tokens()),
             scope: &scope,
-            static_memory: &static_memory,
+            memory: &memory,
             cancel,
         };
-        let stages = AgentPreset::Insight.stages(&self.options().limits);
+        let stages = [cold_start_stage(&self.options().limits)];
         let outcomes = run_stages(&ctx, &stages, &task).await;
         let findings = coordinator.with_active(&scope, |ac| ac.findings().to_vec());
         let outcomes = match outcomes {
             Ok(o) => o,
             Err(e) => {
                 coordinator.close_scope(&scope, None)?;
+                // What the analysis phase stored must not reach the other dimensions.
+                lock(session).discard_unfinished(&brief.id);
                 return Err(e);
             }
         };
@@ -191,6 +172,7 @@ fn dimension_run(
         cache_hits: 0,
         tool_calls: 0,
         analysis: String::new(),
+        digest: None,
         findings: Vec::new(),
         stages: Vec::new(),
     };
@@ -205,22 +187,40 @@ fn dimension_run(
                 _ => {}
             }
         }
-        if o.report.name == "analyst" {
-            run.analysis = o.report.answer.clone();
-        }
+        run.digest = DimensionDigest::from_reply(&o.report.answer);
+        run.analysis = match &run.digest {
+            Some(d) if !d.summary.trim().is_empty() => d.summary.trim().to_string(),
+            _ => o.report.answer.clone(),
+        };
         run.stages.push(o.report);
     }
     let mut sorted = findings.to_vec();
     sorted.sort_by_key(|f| std::cmp::Reverse(f.importance));
-    run.findings = sorted
-        .into_iter()
+    run.findings = session_findings(&sorted);
+    run
+}
+
+/// Working-memory findings as session findings.
+pub(crate) fn session_findings(findings: &[Finding]) -> Vec<SessionFinding> {
+    findings
+        .iter()
         .map(|f| SessionFinding {
-            finding: f.finding,
-            evidence: f.evidence,
+            finding: f.finding.clone(),
+            evidence: f.evidence.clone(),
             importance: f.importance,
         })
+        .collect()
+}
+
+/// The files `findings` cite as evidence, sorted, once each.
+pub(crate) fn referenced_files(findings: &[SessionFinding]) -> Vec<String> {
+    let mut files: Vec<String> = findings
+        .iter()
+        .flat_map(|f| alembic_context::session::evidence_files(&f.evidence))
         .collect();
-    run
+    files.sort();
+    files.dedup();
+    files
 }
 
 fn is_submit(tool: &str) -> bool {
@@ -229,13 +229,7 @@ fn is_submit(tool: &str) -> bool {
 
 /// What the dimension leaves in the session for the dimensions after it.
 fn session_report(run: &DimensionRun, now_ms: u64) -> DimensionReport {
-    let mut files: Vec<String> = run
-        .findings
-        .iter()
-        .flat_map(|f| alembic_context::session::evidence_files(&f.evidence))
-        .collect();
-    files.sort();
-    files.dedup();
+    let files = referenced_files(&run.findings);
     DimensionReport {
         dim_id: run.dimension.clone(),
         completed_at_ms: now_ms.max(1),
@@ -250,8 +244,9 @@ fn session_report(run: &DimensionRun, now_ms: u64) -> DimensionReport {
                 ..CandidateSummary::default()
             })
             .collect(),
+        // close_scope adds the distillate.
         distilled: None,
-        digest: None,
+        digest: run.digest.clone(),
     }
 }
 
@@ -260,7 +255,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_prompt_carries_the_guide_and_what_earlier_tiers_found() {
+    fn the_prompt_carries_the_guide_but_not_the_reflections() {
         let brief = DimensionBrief {
             id: "networking".into(),
             label: "Networking".into(),
@@ -268,26 +263,10 @@ mod tests {
             knowledge_types: vec!["code-pattern".into(), "best-practice".into()],
             tier: 2,
         };
-        let reflection = TierReflection {
-            tier_index: 1,
-            completed_dimensions: vec!["architecture".into()],
-            top_findings: vec![(
-                "architecture".into(),
-                SessionFinding {
-                    finding: "HttpClient is the only network entry".into(),
-                    evidence: "src/net.rs:4".into(),
-                    importance: 8,
-                },
-            )],
-            cross_dimension_patterns: vec!["src/net.rs is cited by 2 dimensions".into()],
-            suggestions_for_next_tier: vec!["check retries".into()],
-        };
-        let text = dimension_prompt(&brief, &[reflection]);
+        let text = dimension_prompt(&brief);
         assert!(text.starts_with("Bootstrap dimension \"Networking\" (networking), tier 2."));
+        assert!(text.contains("## What to extract\nHow requests are made and retried."));
         assert!(text.contains("Knowledge types you may submit: code-pattern, best-practice."));
-        assert!(text.contains("## What tier 1 found (architecture)\n- [architecture] HttpClient is the only network entry (src/net.rs:4)"));
-        assert!(text.contains(
-            "- shared: src/net.rs is cited by 2 dimensions\n- suggestion: check retries"
-        ));
+        assert!(!text.contains("tier 1"), "{text}");
     }
 }

@@ -9,6 +9,7 @@
 //! the rounds run out the stage asks for a summary with tools switched off. Before the
 //! window compacts, old rounds L2 would fold may be summarised by the model (`l2.rs`).
 
+mod handoff;
 mod l2;
 
 pub use l2::L2_SUMMARY_SYSTEM_PROMPT;
@@ -101,6 +102,10 @@ pub(crate) struct StageLoop<'a> {
     tools: Vec<ToolSpec>,
     schema_tokens: usize,
     base_prompt: String,
+    /// The static memory prompt under the scope's current profile.
+    static_memory: String,
+    /// A Bootstrap stage has entered PRODUCE (profile switched, analysis handed over).
+    produce_started: bool,
     /// The system prompt of the current round.
     system: String,
     window: ContextWindow,
@@ -125,7 +130,8 @@ impl<'a> StageLoop<'a> {
         task: String,
     ) -> Result<StageLoop<'a>, AgentError> {
         let tools_rt = ctx.tools();
-        let base_allowlist = tools_rt.presets.allowlist(&spec.tools_preset)?;
+        let base_allowlist = spec.allowlist(&tools_rt.presets)?;
+        let static_memory = ctx.memory.static_prompt(ctx.coordinator, ctx.scope)?;
         let caller_id = format!("agent:{}:{}:{}", ctx.preset, spec.name, ctx.run_id);
         let caller = Caller::new(caller_id.clone(), base_allowlist.clone());
         let (tools, schema_tokens, base_prompt) = tool_list(ctx, spec, &base_allowlist);
@@ -158,6 +164,8 @@ impl<'a> StageLoop<'a> {
             tools,
             schema_tokens,
             base_prompt,
+            static_memory,
+            produce_started: false,
             system: String::new(),
             window,
             ledger: CallLedger::default(),
@@ -276,6 +284,7 @@ impl<'a> StageLoop<'a> {
                 });
             }
         }
+        self.enter_produce_if_due()?;
         let choice = match &self.tracker {
             _ if self.tools.is_empty() => ToolChoice::None,
             Some(t) => match lock(t).tool_choice() {
@@ -292,8 +301,8 @@ impl<'a> StageLoop<'a> {
     /// System prompt of this round, then compaction with the tokens the request will carry.
     async fn refresh_window(&mut self, choice: ToolChoice) -> Result<(), AgentError> {
         let mut parts = vec![self.base_prompt.clone()];
-        if !self.ctx.static_memory.is_empty() {
-            parts.push(self.ctx.static_memory.to_string());
+        if !self.static_memory.is_empty() {
+            parts.push(self.static_memory.clone());
         }
         parts.push(match &self.tracker {
             Some(t) if self.tracker_ends_stage() => lock(t).phase_context(),

@@ -11,7 +11,7 @@ use crate::{CmdResult, ProjectArgs};
 pub enum AuditCommand {
     /// Print the most recent tool calls
     Tail(TailArgs),
-    /// Check the hash chain; names the first bad record and exits non-zero
+    /// Check the keyed hash chain and its anchor; names the first break and exits non-zero
     Verify(VerifyArgs),
 }
 
@@ -95,20 +95,26 @@ fn verify(args: VerifyArgs) -> CmdResult {
     let conn = open(&args.project)?;
     let report = audit::verify(&conn)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        let mut value = serde_json::to_value(&report)?;
+        value["intact"] = report.is_intact().into();
+        println!("{}", serde_json::to_string_pretty(&value)?);
     } else {
+        for note in &report.notes {
+            println!("note: {note}");
+        }
         match &report.first_break {
-            None => println!("ok: {} records, chain intact", report.records),
+            None => println!(
+                "ok: {} records, chain intact{}",
+                report.records,
+                match &report.anchor {
+                    Some(a) => format!(" (anchored at seq {})", a.seq),
+                    None => String::new(),
+                }
+            ),
             Some(b) => println!(
                 "broken at record #{}: {} ({} records)",
                 b.seq, b.reason, report.records
             ),
-        }
-        if !report.incomplete.is_empty() {
-            println!(
-                "incomplete records (a writer stopped mid-record, not tampering): {:?}",
-                report.incomplete
-            );
         }
     }
     Ok(if report.is_intact() {

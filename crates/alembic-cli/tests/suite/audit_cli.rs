@@ -99,3 +99,91 @@ fn tail_without_a_log_says_what_to_do() {
         .code(2)
         .stderr(predicate::str::contains("no audit log"));
 }
+
+#[test]
+fn verify_json_reports_a_truncated_log_and_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    for _ in 0..3 {
+        alembic(p)
+            .args([
+                "tools",
+                "call",
+                "get_tool_details",
+                "--args",
+                r#"{"toolName": "plan_task"}"#,
+            ])
+            .assert()
+            .success();
+    }
+    let db = alembic_runtime::store::project_db_path(p);
+    let mut key = db.as_os_str().to_os_string();
+    key.push("-audit.key");
+    assert_eq!(std::fs::read(&key).unwrap().len(), 32);
+    // the key and the anchor stay on this machine: git never offers to commit them
+    let git = |args: &[&str]| {
+        let out = assert_cmd::Command::new("git")
+            .args(args)
+            .current_dir(p)
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        String::from_utf8(out).unwrap()
+    };
+    git(&["init", "-q"]);
+    let untracked = git(&[
+        "status",
+        "--porcelain",
+        "--untracked-files=all",
+        "--ignored=no",
+    ]);
+    assert!(untracked.contains(".alembic/.gitignore"), "{untracked}");
+    assert!(!untracked.contains("alembic.db"), "{untracked}");
+    let ignored = git(&[
+        "status",
+        "--porcelain",
+        "--ignored",
+        "--untracked-files=all",
+    ]);
+    assert!(
+        ignored.contains("!! .alembic/alembic.db-audit.key"),
+        "{ignored}"
+    );
+    assert!(
+        ignored.contains("!! .alembic/alembic.db-audit.anchor"),
+        "{ignored}"
+    );
+    let conn = alembic_runtime::store::rusqlite::Connection::open(&db).unwrap();
+    assert_eq!(
+        conn.execute("delete from audit_log where seq = 3", [])
+            .unwrap(),
+        1
+    );
+    drop(conn);
+    let out = alembic(p)
+        .args(["audit", "verify", "--json"])
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    let report: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(report["intact"], false);
+    assert_eq!(report["records"], 2);
+    assert_eq!(report["keyed"], 2);
+    assert_eq!(report["anchor"]["seq"], 3);
+    assert_eq!(report["first_break"]["seq"], 3);
+    let reason = report["first_break"]["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("truncated: anchor says seq 3 hash ")
+            && reason.ends_with("table ends at 2"),
+        "{reason}"
+    );
+    alembic(p)
+        .args(["audit", "verify"])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("broken at record #3: truncated"));
+}

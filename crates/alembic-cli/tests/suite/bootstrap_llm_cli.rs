@@ -1,5 +1,6 @@
 //! `alembic bootstrap` on the LLM path: the real binary against the fake OpenAI server, over
-//! three dimensions in two tiers. Tier 2 sees tier 1's reflection, candidates and memories are
+//! three dimensions in two tiers, each under the Bootstrap strategy (EXPLORE → PRODUCE →
+//! SUMMARIZE). Tier 2 sees tier 1's reflection, candidates and memories are
 //! written with the bootstrap marks, and a provider error fails one dimension while the run
 //! goes on (and `--resume` retries it).
 
@@ -36,9 +37,11 @@ fn is_dimension(task: &str, id: &str) -> bool {
     task.contains(&format!("({id}), tier"))
 }
 
-/// The scripted model. coding-standards always gets a 400 (a provider error). An analyst notes
-/// one finding, then reports; a producer submits one candidate, then ends. With `revised`
-/// the candidates' text says more.
+/// The scripted model, by the phase of the dimension's Bootstrap stage (no tools: SUMMARIZE;
+/// after the hand-over message: PRODUCE; before it: EXPLORE). coding-standards always gets a
+/// 400 (a provider error). EXPLORE notes one finding, then says it is done; PRODUCE submits
+/// one candidate, then ends; SUMMARIZE answers the dimension digest. With `revised` the
+/// candidates' text says more.
 fn script(req: &RecordedRequest, revised: bool) -> FakeReply {
     let task = task_of(req);
     let tools = req.offered_tools();
@@ -47,11 +50,15 @@ fn script(req: &RecordedRequest, revised: bool) -> FakeReply {
     }
     let architecture = is_dimension(&task, "architecture");
     if tools.is_empty() {
-        return FakeTurn::text("## Report\nPayment keeps its data behind a repository.").into();
+        let digest = json!({"dimensionDigest": {"summary": "Payment keeps its data behind a repository.", "candidateCount": 1}});
+        return FakeTurn::text(format!("```json\n{digest}\n```")).into();
     }
-    let done = !req.tool_results().is_empty();
-    if tools.iter().any(|t| t == "note_finding") {
-        if done {
+    let producing = user_messages(req)
+        .iter()
+        .any(|m| m.starts_with("## Hand-over from the analysis phase"));
+    let results = req.tool_results().len();
+    if !producing {
+        if results > 0 {
             return FakeTurn::text("Payment is split into a coordinator and a repository.").into();
         }
         let (finding, evidence) = if architecture {
@@ -68,7 +75,7 @@ fn script(req: &RecordedRequest, revised: bool) -> FakeReply {
             .with_usage(100, 10)
             .into();
     }
-    if done {
+    if results > 1 {
         return FakeTurn::text("Submitted what this dimension found.").into();
     }
     let (title, source) = if architecture {
@@ -172,21 +179,17 @@ async fn bootstrap_takes_the_llm_path_with_a_provider_and_writes_through_checkpo
         "{failed}"
     );
 
-    // tier 2's task carries tier 1's reflection
+    // tier 2's system prompt carries tier 1's reflection, once, under its own number
     let requests = server.requests();
     let tier2 = requests
         .iter()
-        .map(task_of)
-        .find(|t| is_dimension(t, "design-patterns"))
-        .unwrap();
+        .find(|r| is_dimension(&task_of(r), "design-patterns"))
+        .unwrap()
+        .system_prompt();
+    assert_eq!(tier2.matches("### Tier 1 synthesis").count(), 1, "{tier2}");
+    assert!(!tier2.contains("### Tier 2 synthesis"), "{tier2}");
     assert!(
-        tier2.contains("## What tier 1 found (architecture)"),
-        "{tier2}"
-    );
-    assert!(
-        tier2.contains(&format!(
-            "- [architecture] {TIER1_FINDING} (Payment/PaymentCoordinator.swift:2)"
-        )),
+        tier2.contains(&format!("- [8/10] {TIER1_FINDING} (architecture)")),
         "{tier2}"
     );
 

@@ -58,10 +58,10 @@ pub enum ToolChoice {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Strategy {
-    /// Cold-start extraction: EXPLORE → PRODUCE → SUMMARIZE.
+    /// Cold-start extraction: EXPLORE → PRODUCE → SUMMARIZE. (The reference's skill-only
+    /// variant, EXPLORE → SUMMARIZE, is not kept: every dimension, shipped or configured, is
+    /// `candidate-only`, so no run could select it.)
     Bootstrap,
-    /// Bootstrap of a dimension that only produces a skill: EXPLORE → SUMMARIZE.
-    BootstrapSkillOnly,
     /// Pure analysis: SCAN → EXPLORE → VERIFY → SUMMARIZE.
     Analyst,
     /// Formatting and submitting: PRODUCE → SUMMARIZE.
@@ -76,7 +76,6 @@ impl Strategy {
     pub fn chain(self) -> &'static [Phase] {
         match self {
             Strategy::Bootstrap => &[Phase::Explore, Phase::Produce, Phase::Summarize],
-            Strategy::BootstrapSkillOnly => &[Phase::Explore, Phase::Summarize],
             Strategy::Analyst => &[Phase::Scan, Phase::Explore, Phase::Verify, Phase::Summarize],
             Strategy::Producer => &[Phase::Produce, Phase::Summarize],
             Strategy::Chat => &[Phase::Explore, Phase::Summarize],

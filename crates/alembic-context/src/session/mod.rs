@@ -1,11 +1,15 @@
 //! SessionStore: the memory of one bootstrap session, shared by all its dimensions.
 //!
 //! Per-dimension reports with findings and evidence, an evidence index by file, cross-dimension
-//! references, rule-based tier reflections (no LLM), the read-only tool-result cache, and
-//! checkpoints to SQLite so an interrupted bootstrap resumes with the dimensions it finished.
+//! references, rule-based tier reflections (no LLM), and the read-only tool-result cache.
+//!
+//! There is no checkpoint here: `alembic-bootstrap`'s checkpoint store commits each finished
+//! dimension's report with its candidates and memory in one transaction and rebuilds the
+//! session from those reports on `--resume`; a second checkpoint of the same reports could
+//! disagree with the first.
 
 pub mod cache;
-mod checkpoint;
+mod digest;
 mod reflect;
 mod render;
 
@@ -16,7 +20,6 @@ use serde_json::Value;
 
 use crate::active::{DistilledContext, Finding};
 pub use cache::{CacheKey, CacheStats, CachedResult, ToolResultCache, is_cacheable_tool};
-pub use checkpoint::{CHECKPOINT_MIGRATIONS, SessionError};
 
 /// A finding of a dimension, with its evidence (`path:line`, several separated by commas).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -118,7 +121,6 @@ struct SessionState {
     reports: Vec<DimensionReport>,
     cross_refs: Vec<CrossReference>,
     reflections: Vec<TierReflection>,
-    extra_evidence: Vec<EvidenceEntry>,
 }
 
 /// See the module docs.
@@ -134,7 +136,9 @@ impl SessionStore {
     }
 
     /// Stores (or replaces) the report of `report.dim_id`, and its digest's cross-references.
-    /// Replacing a report replaces its evidence too: nothing is indexed twice.
+    /// Replacing a report replaces its evidence too: nothing is indexed twice. A replacement
+    /// without a distillate or digest keeps the earlier one's: the bootstrap runner re-stores
+    /// the report it committed, which knows neither.
     pub fn store_report(&mut self, mut report: DimensionReport) {
         for f in &mut report.findings {
             f.importance = f.importance.clamp(1, 10);
@@ -154,9 +158,25 @@ impl SessionStore {
             .iter_mut()
             .find(|r| r.dim_id == report.dim_id)
         {
-            Some(slot) => *slot = report,
+            Some(slot) => {
+                if report.distilled.is_none() {
+                    report.distilled = slot.distilled.take();
+                }
+                if report.digest.is_none() {
+                    report.digest = slot.digest.take();
+                }
+                *slot = report;
+            }
             None => self.state.reports.push(report),
         }
+    }
+
+    /// Drops the report of `dim_id` unless it is finished (completion time set): what a
+    /// dimension that failed after its analysis phase left must not reach the others.
+    pub fn discard_unfinished(&mut self, dim_id: &str) {
+        self.state
+            .reports
+            .retain(|r| r.dim_id != dim_id || r.completed_at_ms > 0);
     }
 
     /// Adds a cross-reference unless the same one exists.
@@ -203,11 +223,6 @@ impl SessionStore {
             .map(|r| r.dim_id.as_str())
     }
 
-    /// Indexes evidence that is not part of a report finding.
-    pub fn add_evidence(&mut self, entry: EvidenceEntry) {
-        self.state.extra_evidence.push(entry);
-    }
-
     pub fn report(&self, dim_id: &str) -> Option<&DimensionReport> {
         self.state.reports.iter().find(|r| r.dim_id == dim_id)
     }
@@ -222,15 +237,6 @@ impl SessionStore {
             .collect()
     }
 
-    /// Of `all`, the dimensions that still have to run (for resuming a bootstrap).
-    pub fn pending_dimensions(&self, all: &[&str]) -> Vec<String> {
-        let done = self.completed_dimensions();
-        all.iter()
-            .filter(|d| !done.iter().any(|c| c == *d))
-            .map(|d| d.to_string())
-            .collect()
-    }
-
     pub fn cross_refs(&self) -> &[CrossReference] {
         &self.state.cross_refs
     }
@@ -239,7 +245,9 @@ impl SessionStore {
         &self.state.reflections
     }
 
-    /// The evidence index: file → entries, built from report findings and extra evidence.
+    /// The evidence index: file → entries, built from report findings (an LLM dimension's
+    /// notes and every candidate's cited sources are findings of its report, so there is no
+    /// second input).
     pub fn evidence_index(&self) -> BTreeMap<String, Vec<EvidenceEntry>> {
         let mut index: BTreeMap<String, Vec<EvidenceEntry>> = BTreeMap::new();
         for r in &self.state.reports {
@@ -253,9 +261,6 @@ impl SessionStore {
                     });
                 }
             }
-        }
-        for e in &self.state.extra_evidence {
-            index.entry(e.file.clone()).or_default().push(e.clone());
         }
         index
     }

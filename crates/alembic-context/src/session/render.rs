@@ -17,11 +17,13 @@ struct Block {
 impl SessionStore {
     /// What earlier dimensions found, for the prompt of `dim_id`, within `budget` tokens.
     ///
-    /// Blocks, in priority order: suggestions other dimensions made for `dim_id`; each other
-    /// finished dimension (most keyword-relevant first) with its summary, its most relevant
-    /// findings and its submissions; the files already scanned; the tier reflections (once —
-    /// the reference rendered them twice in the analyst prompt). Lines are added whole while
-    /// they fit; nothing is cut mid-line except a long summary.
+    /// Blocks, in priority order: suggestions other dimensions made for `dim_id`; the tier
+    /// reflections, each under its own (1-based) tier number; each other dimension (most
+    /// keyword-relevant first) with its summary, its most relevant findings and its
+    /// submissions; the files already scanned. A reflection condenses a whole tier, so under
+    /// a tight share it goes before the single dimensions it summarises. This is the one
+    /// place reflections reach a prompt (the task does not repeat them). Lines are added
+    /// whole while they fit; nothing is cut mid-line except a long summary.
     pub fn context_for_dimension(
         &self,
         dim_id: &str,
@@ -80,6 +82,7 @@ impl SessionStore {
             title: format!("### Suggestions for {dim_id} from other dimensions"),
             lines: suggestions,
         });
+        blocks.extend(self.reflection_blocks());
         let mut ranked: Vec<(usize, &DimensionReport)> = others
             .iter()
             .map(|r| (keyword_hits(r, keywords), *r))
@@ -91,7 +94,6 @@ impl SessionStore {
                 .map(|(_, r)| dimension_block(r, keywords)),
         );
         blocks.push(self.files_block());
-        blocks.extend(self.reflection_blocks());
         blocks
     }
 
@@ -150,7 +152,7 @@ impl SessionStore {
                         .map(|s| format!("- next: {s}")),
                 );
                 Block {
-                    title: format!("### Tier {} synthesis", r.tier_index + 1),
+                    title: format!("### Tier {} synthesis", r.tier_index),
                     lines,
                 }
             })

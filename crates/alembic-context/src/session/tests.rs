@@ -106,7 +106,7 @@ fn evidence_search_matches_files_and_findings() {
 #[test]
 fn context_for_a_dimension_renders_other_dimensions_and_suggestions() {
     let mut s = sample();
-    s.reflect_tier(0, &["architecture", "conventions"]);
+    s.reflect_tier(1, &["architecture", "conventions"]);
     let text = s.context_for_dimension("networking", &["retry"], 10_000, &TokenMeter::default());
     insta::assert_snapshot!("context_for_networking", text);
 }
@@ -114,7 +114,7 @@ fn context_for_a_dimension_renders_other_dimensions_and_suggestions() {
 #[test]
 fn context_for_a_dimension_stays_within_any_budget() {
     let mut s = sample();
-    s.reflect_tier(0, &["architecture", "conventions"]);
+    s.reflect_tier(1, &["architecture", "conventions"]);
     let meter = TokenMeter::default();
     for budget in [0, 5, 20, 40, 80, 160, 400] {
         let text = s.context_for_dimension("networking", &[], budget, &meter);
@@ -164,64 +164,49 @@ fn the_producer_gets_its_findings_and_the_suggestions_for_it() {
 #[test]
 fn tier_reflections_are_rule_based() {
     let mut s = sample();
-    let r = s.reflect_tier(0, &["architecture", "conventions", "not-run"]);
+    let r = s.reflect_tier(1, &["architecture", "conventions", "not-run"]);
     assert_eq!(r.completed_dimensions, vec!["architecture", "conventions"]);
     insta::assert_debug_snapshot!("tier_reflection", r);
 }
 
 #[test]
-fn checkpoints_resume_an_interrupted_bootstrap() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("alembic.db");
-    {
-        let mut conn = alembic_store::open(&path).unwrap();
-        let s = sample();
-        s.save_checkpoint(&mut conn, "boot-1", 1_000).unwrap();
-    }
-    // the process died; a new one opens the database
-    let mut conn = alembic_store::open(&path).unwrap();
-    let resumed = SessionStore::load_checkpoint(&mut conn, "boot-1", 2_000, 3_600_000)
-        .unwrap()
-        .unwrap();
-    assert_eq!(
-        resumed.pending_dimensions(&["architecture", "conventions", "networking"]),
-        vec!["networking"]
-    );
-    assert_eq!(resumed.evidence_index(), sample().evidence_index());
-    assert_eq!(resumed.cross_refs(), sample().cross_refs());
-    assert_eq!(
-        SessionStore::load_checkpoint(&mut conn, "boot-1", 5_000_000, 3_600_000)
-            .unwrap()
-            .map(|_| ()),
-        None
-    );
-    assert_eq!(
-        SessionStore::load_checkpoint(&mut conn, "other", 2_000, 3_600_000)
-            .unwrap()
-            .map(|_| ()),
-        None
-    );
-    SessionStore::delete_checkpoint(&mut conn, "boot-1").unwrap();
-    assert_eq!(
-        SessionStore::load_checkpoint(&mut conn, "boot-1", 2_000, 3_600_000)
-            .unwrap()
-            .map(|_| ()),
-        None
-    );
+fn each_tier_reflection_renders_once_under_its_own_number() {
+    let mut s = sample();
+    s.reflect_tier(1, &["architecture"]);
+    s.reflect_tier(2, &["conventions"]);
+    let text = s.context_for_dimension("networking", &[], 10_000, &TokenMeter::default());
+    assert_eq!(text.matches("### Tier 1 synthesis").count(), 1, "{text}");
+    assert_eq!(text.matches("### Tier 2 synthesis").count(), 1, "{text}");
+    assert_eq!(text.matches("### Tier 3 synthesis").count(), 0, "{text}");
+    // The reflections go before the dimensions they condense (they win a tight share).
+    let tier = text.find("### Tier 1 synthesis").unwrap();
+    let dims = text.find("### architecture").unwrap();
+    assert!(tier < dims, "{text}");
 }
 
 #[test]
-fn a_corrupt_checkpoint_is_an_error_naming_the_session() {
-    let mut conn = alembic_store::open_in_memory().unwrap();
-    SessionStore::new()
-        .save_checkpoint(&mut conn, "s", 1)
-        .unwrap();
-    conn.execute("update session_checkpoints set body = '{not json'", [])
-        .unwrap();
-    let err = SessionStore::load_checkpoint(&mut conn, "s", 1, 10).unwrap_err();
-    assert!(
-        err.to_string()
-            .starts_with("checkpoint of session s is not valid session JSON"),
-        "{err}"
-    );
+fn a_report_stored_again_without_digest_or_distillate_keeps_them() {
+    let mut s = sample();
+    let mut bare = s.report("architecture").cloned().unwrap();
+    bare.digest = None;
+    bare.distilled = None;
+    let before = s.report("architecture").unwrap().digest.clone();
+    s.store_report(DimensionReport {
+        distilled: Some(DistilledContext::default()),
+        ..bare.clone()
+    });
+    s.store_report(bare);
+    let kept = s.report("architecture").unwrap();
+    assert_eq!(kept.digest, before);
+    assert_eq!(kept.distilled, Some(DistilledContext::default()));
+}
+
+#[test]
+fn only_unfinished_reports_are_discarded() {
+    let mut s = sample();
+    s.store_report(report("networking", 0, vec![finding("half done", "", 5)]));
+    s.discard_unfinished("networking");
+    s.discard_unfinished("architecture");
+    assert_eq!(s.report("networking"), None);
+    assert!(s.report("architecture").is_some());
 }

@@ -321,10 +321,6 @@ fn a_text_reply_in_explore_moves_bootstrap_to_produce() {
         (verdict, t.phase()),
         (TextVerdict::Continue, Phase::Produce)
     );
-    let mut skill =
-        ExplorationTracker::new(Strategy::BootstrapSkillOnly, ExplorationBudget::default());
-    text_round(&mut skill, &mut ac);
-    assert_eq!(skill.phase(), Phase::Summarize);
 }
 
 #[test]

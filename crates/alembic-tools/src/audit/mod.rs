@@ -1,16 +1,29 @@
 //! The audit log: one hash-chained record per attempted tool call, in the project database.
 //!
-//! `hash = SHA-256("alembic-audit-v1\0" || prev || "\0" || {"args":<stored args>,...})`: the
-//! JSON object of the record's columns with sorted keys, where every column appears as the
-//! exact text stored in its row (the args column is stored canonical JSON and hashed as stored,
-//! not re-derived). So what is stored is what was hashed, and [`verify`] hashes the stored
-//! bytes: changing any byte of any column breaks the record.
+//! `hash = HMAC-SHA256(key, "alembic-audit-v2\0" || prev || "\0" || {"args":<stored args>,...})`
+//! (`chain = 2`): the JSON object of the record's columns with sorted keys, where every column
+//! appears as the exact text stored in its row (the args column is stored canonical JSON and
+//! hashed as stored, not re-derived). So what is stored is what was hashed, and [`verify`]
+//! hashes the stored bytes: changing any byte of any column breaks the record. Records written
+//! before the key existed (`chain = 1`) used plain SHA-256 with the domain `alembic-audit-v1`;
+//! they stay verifiable, but only before the first keyed record.
+//!
+//! Two files beside the database (see `files.rs`) carry what the table cannot prove alone:
+//! - the key (0600) stops someone who can write the database but not read the key from
+//!   recomputing the chain after a change;
+//! - the anchor (the last committed seq and hash) shows rows deleted from the end, or all.
+//!
+//! Neither stops someone who can read the key and write the anchor (the user running alembic,
+//! or root): they can rewrite everything consistently. Deleting the database, key and anchor
+//! together leaves nothing to compare with; verify then says it cannot prove anything.
 //! The chain is extended inside an immediate transaction, so concurrent writers (threads or
 //! processes) serialise on SQLite's write lock and never fork the chain. Records are written
 //! by a background thread so that a tool call only pays for a channel send; `flush` waits for
 //! everything sent so far to be on disk.
 
 pub mod bound;
+mod chain;
+pub mod files;
 mod query;
 mod verify;
 mod writer;
@@ -19,7 +32,7 @@ use std::path::Path;
 use std::time::SystemTime;
 
 use alembic_base::{Clock, SystemClock};
-use alembic_store::rusqlite::{self, Connection, OptionalExtension, params};
+use alembic_store::rusqlite::{self, Connection, params};
 use alembic_store::{Migration, StoreError};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -28,19 +41,27 @@ use crate::call::{ToolCall, ToolOutcome};
 use crate::canonical::{canonical_json, sha256_hex};
 use crate::redact::{redact_text, redact_value};
 
+pub use chain::append_entries;
+pub use files::{Anchor, ChainFiles};
 pub use query::{AuditPage, AuditQuery, AuditReader, AuditStats, parse_time, register_tools};
 pub use verify::{ChainBreak, VerifyReport, verify};
 pub use writer::AuditLog;
 
 const COMPONENT: &str = "audit";
 const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
-const DOMAIN: &str = "alembic-audit-v1";
+const DOMAIN_V1: &str = "alembic-audit-v1";
+const DOMAIN_V2: &str = "alembic-audit-v2";
+/// `chain` of a record hashed with plain SHA-256 (written before the key existed).
+pub(crate) const CHAIN_UNKEYED: i64 = 1;
+/// `chain` of a record hashed with HMAC-SHA256 under the project's audit key.
+pub(crate) const CHAIN_KEYED: i64 = 2;
 /// Longest outcome summary kept in a record.
 const SUMMARY_CHARS: usize = 200;
 
-const MIGRATIONS: [Migration; 1] = [Migration {
-    version: 1,
-    sql: "create table audit_log (
+const MIGRATIONS: [Migration; 2] = [
+    Migration {
+        version: 1,
+        sql: "create table audit_log (
               seq integer primary key,
               ts text not null,
               call_id text not null,
@@ -58,7 +79,13 @@ const MIGRATIONS: [Migration; 1] = [Migration {
               hash text
           );
           create index audit_log_call on audit_log(call_id);",
-}];
+    },
+    // Which hash a record carries: every record before this version is unkeyed.
+    Migration {
+        version: 2,
+        sql: "alter table audit_log add column chain integer not null default 1;",
+    },
+];
 
 #[derive(Debug, thiserror::Error)]
 pub enum AuditError {
@@ -68,6 +95,15 @@ pub enum AuditError {
     Sqlite(#[from] rusqlite::Error),
     #[error("audit writer has stopped")]
     WriterGone,
+    #[error("audit file {}: {what}", path.display())]
+    File {
+        path: std::path::PathBuf,
+        what: String,
+    },
+    #[error(
+        "the audit log needs a database file (its key and anchor live beside it), not an in-memory database"
+    )]
+    NoDatabaseFile,
 }
 
 /// What the pipeline hands to the audit sink for one call.
@@ -228,14 +264,27 @@ impl<'a> HashedColumns<'a> {
         }
     }
 
-    /// SHA-256 of the domain, the previous hash and the JSON object of the columns, keys in
-    /// sorted order. Written field by field rather than through a `json!` value: this runs
-    /// once per tool call on the audit thread, and building the value copied every field.
-    /// For a new record it equals the hash as first defined (canonical JSON of the record),
-    /// so logs written before verify hashed the stored bytes still verify.
-    pub(crate) fn hash(&self, prev: &str) -> String {
+    /// The unkeyed (v1) hash: SHA-256 of [`Self::preimage`].
+    pub(crate) fn hash_unkeyed(&self, prev: &str) -> String {
+        sha256_hex(&self.preimage(DOMAIN_V1, prev))
+    }
+
+    /// The keyed (v2) hash: HMAC-SHA256 of [`Self::preimage`] under the project's key.
+    pub(crate) fn hash_keyed(&self, prev: &str, key: &files::AuditKey) -> String {
+        use hmac::Mac;
+        let mut mac = key.0.clone();
+        mac.update(&self.preimage(DOMAIN_V2, prev));
+        hex::encode(mac.finalize().into_bytes())
+    }
+
+    /// The domain, the previous hash and the JSON object of the columns, keys in sorted
+    /// order. Written field by field rather than through a `json!` value: this runs once per
+    /// tool call on the audit thread, and building the value copied every field. It equals
+    /// the record as first defined (canonical JSON of the record), so logs written before
+    /// verify hashed the stored bytes still verify.
+    fn preimage(&self, domain: &str, prev: &str) -> Vec<u8> {
         let mut text = Vec::with_capacity(320 + self.args.len());
-        text.extend_from_slice(DOMAIN.as_bytes());
+        text.extend_from_slice(domain.as_bytes());
         text.push(0);
         text.extend_from_slice(prev.as_bytes());
         text.push(0);
@@ -254,7 +303,7 @@ impl<'a> HashedColumns<'a> {
         hash_field(&mut text, "ts", self.ts);
         hash_field(&mut text, "verdict", self.verdict);
         text.push(b'}');
-        sha256_hex(&text)
+        text
     }
 }
 
@@ -271,56 +320,6 @@ pub fn open_audit_db(path: &Path) -> Result<Connection, AuditError> {
     let mut conn = alembic_store::open(path)?;
     alembic_store::migrate(&mut conn, COMPONENT, &MIGRATIONS)?;
     Ok(conn)
-}
-
-/// Appends entries as one transaction, extending the chain from the last complete record.
-pub fn append_entries(conn: &mut Connection, entries: &[AuditEntry]) -> Result<(), AuditError> {
-    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-    let mut seq: i64 = tx.query_row("select coalesce(max(seq), 0) from audit_log", [], |r| {
-        r.get(0)
-    })?;
-    let mut prev: String = tx
-        .query_row(
-            "select hash from audit_log where hash is not null order by seq desc limit 1",
-            [],
-            |r| r.get(0),
-        )
-        .optional()?
-        .unwrap_or_else(|| GENESIS.to_string());
-    {
-        let mut stmt = tx.prepare_cached(
-            "insert into audit_log (seq, ts, call_id, parent_call_id, caller, tool, args, args_sha256,
-                 verdict, rule, outcome, output_sha256, duration_us, prev_hash, hash)
-             values (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
-        )?;
-        for e in entries {
-            seq += 1;
-            let args_json = canonical_json(&e.args);
-            // The row is bound from the same strings the hash is computed over.
-            let c = HashedColumns::of(seq, e, &args_json);
-            let hash = c.hash(&prev);
-            stmt.execute(params![
-                c.seq,
-                c.ts,
-                c.call_id,
-                c.parent_call_id,
-                c.caller,
-                c.tool,
-                c.args,
-                c.args_sha256,
-                c.verdict,
-                c.rule,
-                c.outcome,
-                c.output_sha256,
-                c.duration_us,
-                prev,
-                hash
-            ])?;
-            prev = hash;
-        }
-    }
-    tx.commit()?;
-    Ok(())
 }
 
 fn row_to_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<AuditRecord> {
@@ -386,7 +385,7 @@ mod tests {
             "verdict": e.verdict, "rule": e.rule, "outcome": e.outcome,
             "output_sha256": e.output_sha256, "duration_us": e.duration_us,
         });
-        let text = format!("{DOMAIN}\0{prev}\0{}", canonical_json(&body));
+        let text = format!("{DOMAIN_V1}\0{prev}\0{}", canonical_json(&body));
         sha256_hex(text.as_bytes())
     }
 
@@ -415,7 +414,7 @@ mod tests {
         ] {
             let args_json = canonical_json(&e.args);
             assert_eq!(
-                HashedColumns::of(7, &e, &args_json).hash(GENESIS),
+                HashedColumns::of(7, &e, &args_json).hash_unkeyed(GENESIS),
                 hash_as_defined(7, &e, GENESIS)
             );
         }

@@ -3,15 +3,22 @@
 //! Each row is read column by column without parsing: the hash is recomputed over the stored
 //! text of every column it covers (`args` included, so reformatting it is a change), `seq` is
 //! checked against the sequence, `prev_hash` against the record before, and `hash` against the
-//! recomputed value. A column holding another type than the writer stores, or text that is not
-//! UTF-8, breaks the record too. Only a record without a hash (a writer stopped mid-record) is
-//! not judged: it is reported apart as incomplete.
+//! recomputed value (keyed for `chain = 2`, plain SHA-256 for the `chain = 1` records written
+//! before the key). A column holding another type than the writer stores, or text that is not
+//! UTF-8, breaks the record too, and so does a record without a hash: the writer inserts every
+//! record with its hash in one statement, so a committed record without one was changed.
+//!
+//! Then the table's end is compared with the anchor file: an anchor past the end means records
+//! were deleted from the end; an anchor whose record has another hash means they were
+//! rewritten. A keyed log without its anchor, or keyed records without the key, cannot be
+//! proven and is a break; an unkeyed log with neither file is reported as unprovable.
 
 use alembic_store::rusqlite::types::ValueRef;
 use alembic_store::rusqlite::{self, Connection, Row};
 use serde::{Deserialize, Serialize};
 
-use super::{AuditError, GENESIS, HashedColumns, SELECT_RECORD};
+use super::files::{self, Anchor, AuditKey, ChainFiles};
+use super::{AuditError, CHAIN_KEYED, CHAIN_UNKEYED, GENESIS, HashedColumns};
 
 /// The first record that breaks the chain.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -24,8 +31,17 @@ pub struct ChainBreak {
 pub struct VerifyReport {
     pub records: u64,
     pub first_break: Option<ChainBreak>,
-    /// Records without a hash (a writer died mid-record): not tampering, reported apart.
-    pub incomplete: Vec<i64>,
+    /// Records on the unkeyed v1 chain (`1..=unkeyed`), checked up to the first break.
+    pub unkeyed: u64,
+    /// Records on the keyed chain, checked up to the first break.
+    pub keyed: u64,
+    /// The table's last sequence number (0 when empty).
+    pub last_seq: i64,
+    /// The anchor file as read, if there is one.
+    pub anchor: Option<Anchor>,
+    pub key_present: bool,
+    /// Findings beside the verdict: the v1 to v2 migration, and what cannot be proven.
+    pub notes: Vec<String>,
 }
 
 impl VerifyReport {
@@ -51,6 +67,7 @@ struct StoredRow {
     duration_us: i64,
     prev_hash: String,
     hash: Option<String>,
+    chain: i64,
 }
 
 impl StoredRow {
@@ -125,22 +142,68 @@ fn read_row(r: &Row<'_>) -> rusqlite::Result<Result<StoredRow, ChainBreak>> {
             duration_us: integer(r, 12, "duration_us")?,
             prev_hash: text(r, 13, "prev_hash")?,
             hash: nullable_text(r, 14, "hash")?,
+            chain: integer(r, 15, "chain")?,
         })
     })();
     Ok(row.map_err(|reason| ChainBreak { seq, reason }))
 }
 
-/// Walks the whole chain and reports the first record that does not fit.
+/// The columns `read_row` reads, in its order.
+const SELECT_STORED: &str = "select seq, ts, call_id, parent_call_id, caller, tool, args,
+    args_sha256, verdict, rule, outcome, output_sha256, duration_us, prev_hash, hash, chain
+    from audit_log order by seq";
+
+/// What the files beside the database say, read once.
+struct Outside {
+    files: Option<ChainFiles>,
+    key: Result<Option<AuditKey>, String>,
+    anchor: Result<Option<Anchor>, String>,
+}
+
+impl Outside {
+    fn read(conn: &Connection) -> Self {
+        let files = ChainFiles::for_conn(conn).ok();
+        let (key, anchor) = match &files {
+            Some(f) => (
+                files::read_key(&f.key).map_err(|e| e.to_string()),
+                files::read_anchor(&f.anchor).map_err(|e| e.to_string()),
+            ),
+            None => (Ok(None), Ok(None)),
+        };
+        Outside { files, key, anchor }
+    }
+
+    fn keyed_from(&self) -> Option<i64> {
+        self.anchor.as_ref().ok()?.as_ref().map(|a| a.keyed_from)
+    }
+
+    fn name(&self, pick: fn(&ChainFiles) -> &std::path::Path) -> String {
+        self.files.as_ref().map_or_else(
+            || "(none: in-memory database)".into(),
+            |f| pick(f).display().to_string(),
+        )
+    }
+}
+
+/// Walks the whole chain, compares its end with the anchor, and reports the first break.
 pub fn verify(conn: &Connection) -> Result<VerifyReport, AuditError> {
-    let mut stmt = conn.prepare(&format!("{SELECT_RECORD} order by seq"))?;
-    let rows = stmt.query_map([], read_row)?;
+    let outside = Outside::read(conn);
     let mut report = VerifyReport {
         records: 0,
         first_break: None,
-        incomplete: Vec::new(),
+        unkeyed: 0,
+        keyed: 0,
+        last_seq: 0,
+        anchor: outside.anchor.clone().ok().flatten(),
+        key_present: matches!(outside.key, Ok(Some(_))),
+        notes: Vec::new(),
     };
+    let mut stmt = conn.prepare(SELECT_STORED)?;
+    let rows = stmt.query_map([], read_row)?;
     let mut expected_seq = 1i64;
     let mut prev = GENESIS.to_string();
+    let anchor_seq = report.anchor.as_ref().map(|a| a.seq);
+    let mut hash_at_anchor = None;
     for row in rows {
         let row = row?;
         report.records += 1;
@@ -154,36 +217,151 @@ pub fn verify(conn: &Connection) -> Result<VerifyReport, AuditError> {
                 continue;
             }
         };
-        if let Some(reason) = check_record(&rec, expected_seq, &prev) {
+        report.last_seq = rec.seq;
+        if let Err(reason) = check_record(&rec, expected_seq, &prev, &outside, report.keyed > 0) {
             report.first_break = Some(ChainBreak {
                 seq: rec.seq,
                 reason,
             });
             continue;
         }
-        expected_seq = rec.seq + 1;
-        match rec.hash {
-            Some(h) => prev = h,
-            None => report.incomplete.push(rec.seq),
+        if rec.chain == CHAIN_KEYED {
+            report.keyed += 1;
+        } else {
+            report.unkeyed += 1;
         }
+        expected_seq = rec.seq + 1;
+        prev = rec.hash.unwrap_or_default();
+        if Some(rec.seq) == anchor_seq {
+            hash_at_anchor = Some(prev.clone());
+        }
+    }
+    migration_note(&mut report);
+    if report.first_break.is_none() {
+        check_outside(&mut report, &outside, hash_at_anchor);
     }
     Ok(report)
 }
 
-fn check_record(rec: &StoredRow, expected_seq: i64, prev: &str) -> Option<String> {
+fn migration_note(report: &mut VerifyReport) {
+    if report.unkeyed == 0 {
+        return;
+    }
+    let n = report.unkeyed;
+    let before = env!("CARGO_PKG_VERSION");
+    report.notes.push(if report.keyed > 0 {
+        format!(
+            "records 1..{n} use the unkeyed v1 chain (written before alembic {before}); records {}.. are keyed",
+            n + 1
+        )
+    } else {
+        format!(
+            "records 1..{n} use the unkeyed v1 chain (written before alembic {before}); no record is keyed yet"
+        )
+    });
+}
+
+/// Compares the table's end with the anchor, and says what the missing files leave unproven.
+fn check_outside(report: &mut VerifyReport, outside: &Outside, hash_at_anchor: Option<String>) {
+    let end = report.last_seq;
+    let mut brk = |seq: i64, reason: String| {
+        report.first_break = Some(ChainBreak { seq, reason });
+    };
+    match &outside.anchor {
+        Err(e) => brk(end + 1, format!("the anchor cannot be read: {e}")),
+        Ok(None) if report.key_present || report.keyed > 0 => brk(
+            end + 1,
+            format!(
+                "the anchor {} is missing while the log is keyed: records deleted from the end cannot be ruled out",
+                outside.name(|f| &f.anchor)
+            ),
+        ),
+        Ok(None) => report.notes.push(format!(
+            "no key/anchor: cannot prove the log is complete or unforged (nothing outside the table vouches for it; the writer adds {} and {} when it next opens the log)",
+            outside.name(|f| &f.key),
+            outside.name(|f| &f.anchor)
+        )),
+        Ok(Some(a)) if a.seq > end => brk(
+            end + 1,
+            format!(
+                "truncated: anchor says seq {} hash {}, table ends at {end}",
+                a.seq, a.hash
+            ),
+        ),
+        Ok(Some(a)) if a.seq > 0 && hash_at_anchor.as_deref() != Some(a.hash.as_str()) => brk(
+            a.seq,
+            format!(
+                "anchor says seq {} hash {}, but the table's record {} has hash {} (records rewritten)",
+                a.seq,
+                a.hash,
+                a.seq,
+                hash_at_anchor.unwrap_or_default()
+            ),
+        ),
+        Ok(Some(a)) if a.seq == 0 && a.hash != GENESIS => brk(
+            1,
+            format!("anchor says seq 0 with hash {}, which is not the genesis hash (modified)", a.hash),
+        ),
+        Ok(Some(a)) if end > a.seq => report.notes.push(format!(
+            "records {}..{end} are past the anchor (a writer stopped before moving it); they verify under the key",
+            a.seq + 1
+        )),
+        Ok(Some(_)) => {}
+    }
+}
+
+fn check_record(
+    rec: &StoredRow,
+    expected_seq: i64,
+    prev: &str,
+    outside: &Outside,
+    keyed_seen: bool,
+) -> Result<(), String> {
     if rec.seq != expected_seq {
-        return Some(format!(
+        return Err(format!(
             "sequence jumps from {} to {} (records missing or reordered)",
             expected_seq - 1,
             rec.seq
         ));
     }
     if rec.prev_hash != prev {
-        return Some("previous-hash link does not match the record before it".into());
+        return Err("previous-hash link does not match the record before it".into());
     }
-    let hash = rec.hash.as_ref()?;
-    if *hash != rec.hashed_columns().hash(prev) {
-        return Some("record contents do not match its hash (modified)".into());
+    let Some(hash) = rec.hash.as_ref() else {
+        return Err(
+            "record has no hash; every record is stored with its hash, so it was removed (modified)"
+                .into(),
+        );
+    };
+    let expected = match rec.chain {
+        CHAIN_UNKEYED if keyed_seen => {
+            return Err("an unkeyed (v1) record after keyed records (downgraded or forged)".into());
+        }
+        CHAIN_UNKEYED if outside.keyed_from().is_some_and(|k| rec.seq >= k) => {
+            return Err(format!(
+                "an unkeyed (v1) record where the anchor says records from {} on are keyed (downgraded or forged)",
+                outside.keyed_from().unwrap_or_default()
+            ));
+        }
+        CHAIN_UNKEYED => rec.hashed_columns().hash_unkeyed(prev),
+        CHAIN_KEYED => match &outside.key {
+            Ok(Some(key)) => rec.hashed_columns().hash_keyed(prev, key),
+            Ok(None) => {
+                return Err(format!(
+                    "record is keyed but the key {} is missing: no key, cannot prove it",
+                    outside.name(|f| &f.key)
+                ));
+            }
+            Err(e) => return Err(format!("record is keyed but the key cannot be read: {e}")),
+        },
+        other => {
+            return Err(format!(
+                "column chain holds {other}; 1 (unkeyed) and 2 (keyed) are known (modified)"
+            ));
+        }
+    };
+    if *hash != expected {
+        return Err("record contents do not match its hash (modified)".into());
     }
-    None
+    Ok(())
 }

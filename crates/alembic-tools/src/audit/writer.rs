@@ -9,7 +9,8 @@ use std::thread::JoinHandle;
 use alembic_base::lock;
 use alembic_store::rusqlite::{self, Connection};
 
-use super::{AuditEntry, AuditError, AuditInput, AuditSink, append_entries, open_audit_db};
+use super::chain::Chain;
+use super::{AuditEntry, AuditError, AuditInput, AuditSink, open_audit_db};
 
 // Unboxed on purpose: a box per record is one more allocation the caller makes and the
 // writer thread frees, and cross-thread frees showed up in the per-call profile.
@@ -32,13 +33,15 @@ impl std::fmt::Debug for AuditLog {
 }
 
 impl AuditLog {
-    /// Opens (creating) the audit table in the database at `path` and starts the writer.
+    /// Opens (creating) the audit table in the database at `path`, with its key and anchor
+    /// beside it, and starts the writer.
     pub fn open(path: &Path) -> Result<Self, AuditError> {
-        let conn = open_audit_db(path)?;
+        let mut conn = open_audit_db(path)?;
+        let chain = Chain::open(&mut conn)?;
         let (tx, rx) = mpsc::channel();
         let worker = std::thread::Builder::new()
             .name("alembic-audit".into())
-            .spawn(move || writer_loop(conn, rx))
+            .spawn(move || writer_loop(conn, chain, rx))
             .map_err(|_| AuditError::WriterGone)?;
         Ok(AuditLog {
             tx: Mutex::new(Some(tx)),
@@ -101,7 +104,7 @@ impl Drop for AuditLog {
     }
 }
 
-fn writer_loop(mut conn: Connection, rx: Receiver<WriterMsg>) {
+fn writer_loop(mut conn: Connection, chain: Chain, rx: Receiver<WriterMsg>) {
     let mut pending: Vec<AuditEntry> = Vec::new();
     let mut acks: Vec<Sender<Result<(), String>>> = Vec::new();
     while let Ok(first) = rx.recv() {
@@ -118,7 +121,7 @@ fn writer_loop(mut conn: Connection, rx: Receiver<WriterMsg>) {
                 rx.try_recv().ok()
             };
         }
-        let result = write_with_retry(&mut conn, &pending);
+        let result = write_with_retry(&mut conn, &chain, &pending);
         if let Err(e) = &result {
             tracing::error!("audit write failed, {} records lost: {e}", pending.len());
         }
@@ -129,11 +132,17 @@ fn writer_loop(mut conn: Connection, rx: Receiver<WriterMsg>) {
     }
 }
 
-fn write_with_retry(conn: &mut Connection, entries: &[AuditEntry]) -> Result<(), String> {
+fn write_with_retry(
+    conn: &mut Connection,
+    chain: &Chain,
+    entries: &[AuditEntry],
+) -> Result<(), String> {
     if entries.is_empty() {
         return Ok(());
     }
-    append_entries(conn, entries)
-        .or_else(|_| append_entries(conn, entries))
+    // A failed append rolled back, so the retry cannot write a record twice.
+    chain
+        .append(conn, entries)
+        .or_else(|_| chain.append(conn, entries))
         .map_err(|e| e.to_string())
 }
