@@ -19,6 +19,7 @@ pub const SHARED: &[(&str, &str)] = &[
     ("guard-rules.toml", "guard-rule overrides"),
     ("skills/", "skills (SKILL.md per skill)"),
     ("tools/", "saved forged tools"),
+    ("forge/templates/", "the project's composition templates"),
 ];
 
 /// Files and directories under `.alembic/` that stay on one machine, with what they hold.
