@@ -203,7 +203,8 @@ fn nesting_aware_bridge(ctx: ToolContext, refusal: NestingRefusal) -> ToolBridge
     })
 }
 
-/// A bridge for test runs at forge time: calls go through `pipeline` as `caller`.
+/// A bridge for test runs at forge time: calls go through `pipeline` as `caller`. Each is a
+/// top-level call with its own nesting bounds; the sandbox's per-run quota bounds how many.
 pub fn pipeline_bridge(pipeline: Arc<Pipeline>, caller: Caller) -> ToolBridge {
     Arc::new(move |name, args| {
         let pipeline = Arc::clone(&pipeline);

@@ -5,15 +5,16 @@
 //!
 //! Variants: direct self-recursion (sync and async handlers), a mutually recursive pair, a
 //! recursion that catches each refusal and returns normally, a recursion through a composed
-//! tool (generated → composed → generated …), a fan-out of 100 calls in one run, a fan-out
-//! spread over runs with the default per-run quota, and legitimate nesting 3 and 8 deep.
+//! tool (generated → composed → generated …) and through an alias, a branching recursion
+//! through a parallel composition, a fan-out of 100 calls in one run, a fan-out spread over
+//! runs with the default per-run quota, and legitimate nesting 3 and 8 deep.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use alembic_forge::generate::{GeneratedTool, generated_tool_definition};
 use alembic_forge::sandbox::SandboxLimits;
-use alembic_forge::{CompositionSpec, composed_tool};
+use alembic_forge::{AliasSpec, CompositionSpec, alias_tool, composed_tool};
 use alembic_tools::*;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -168,6 +169,63 @@ fn a_recursion_through_a_composed_tool_keeps_its_chain() {
             "{error}"
         );
     }
+}
+
+#[test]
+fn a_recursion_through_an_alias_keeps_its_chain() {
+    let h = harness();
+    register(
+        &h,
+        "via_alias",
+        "function toolHandler(p, tools) { return tools.call('alias_loop', {}); }",
+    );
+    let spec = AliasSpec {
+        name: "alias_loop".into(),
+        tool: "via_alias".into(),
+        preset_args: Default::default(),
+        description: None,
+    };
+    h.registry
+        .register(alias_tool(&spec, &h.registry).unwrap())
+        .unwrap();
+    let out = top_level(&h, &rt(), "via_alias");
+    assert_eq!(out.rule.as_deref(), Some("nesting.depth"), "{out:?}");
+    let error = out.error.unwrap();
+    assert!(
+        error.contains("via_alias → alias_loop → via_alias"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_branching_recursion_through_a_parallel_composition_stays_bounded() {
+    // Two parallel steps per level, each calling back: 2^8 calls within the depth limit, so the
+    // budget (or the depth, whichever a branch meets first) ends it.
+    let h = harness();
+    register(
+        &h,
+        "branch",
+        "function toolHandler(p, tools) { return tools.call('both_branches', {}); }",
+    );
+    let spec = CompositionSpec::from_json(
+        r#"{"name": "both_branches", "description": "calls branch twice at once",
+            "merge_strategy": "parallel",
+            "steps": [{"tool": "branch", "args": {}}, {"tool": "branch", "args": {}}]}"#,
+    )
+    .unwrap();
+    h.registry
+        .register(composed_tool(spec, &h.registry))
+        .unwrap();
+    let out = top_level(&h, &rt(), "both_branches");
+    assert_eq!(out.status, OutcomeStatus::Blocked, "{out:?}");
+    let rule = out.rule.as_deref().unwrap();
+    assert!(pipeline::nesting::is_nesting_rule(rule), "{rule}");
+    let records = h.audit.entries().len();
+    // One top-level call and its counted nested calls; no branch runs past the budget.
+    assert!(
+        records <= 1 + 2 * MAX_NESTED_CALLS as usize,
+        "{records} records"
+    );
 }
 
 #[test]
