@@ -5,19 +5,21 @@
 //! config ([`generate_enabled`]). Each call of a generated tool runs in a fresh sandbox; its
 //! `tools.call` goes through the pipeline as a nested call of the generated tool's call.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
+use alembic_base::lock;
 use alembic_llm::{ChatRequest, LlmProvider, Message};
+use alembic_tools::pipeline::nesting::is_nesting_rule;
 use alembic_tools::{
-    Caller, EffectClass, HandlerFuture, Pipeline, ToolCall, ToolContext, ToolDefinition, ToolError,
-    ToolHandler, ToolModule, ToolOutput, ToolSchema, is_snake_case,
+    Caller, EffectClass, HandlerFuture, OutcomeStatus, Pipeline, ToolCall, ToolContext,
+    ToolDefinition, ToolError, ToolHandler, ToolModule, ToolOutput, ToolSchema, is_snake_case,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::ForgeError;
-use crate::sandbox::{self, SandboxLimits, ToolBridge};
+use crate::sandbox::{self, SandboxError, SandboxLimits, ToolBridge};
 
 /// The environment variable that turns generate mode on.
 pub const GENERATE_ENV: &str = "ALEMBIC_ENABLE_FORGE_GENERATE";
@@ -175,13 +177,34 @@ fn describe_failure(r: &TestResult, tool: &GeneratedTool) -> String {
 
 /// A bridge whose calls are nested calls of `ctx`'s call (same caller, gated, audited).
 pub fn context_bridge(ctx: ToolContext) -> ToolBridge {
+    nesting_aware_bridge(ctx, Arc::default())
+}
+
+/// The first nested call of a run refused for nesting (`nesting.depth`, `nesting.budget`): its
+/// rule and message.
+type NestingRefusal = Arc<Mutex<Option<(String, String)>>>;
+
+/// [`context_bridge`], keeping the first nesting refusal in `refusal` so that a run that dies of
+/// it can report the refusal itself instead of a pile of "the handler threw" wrappers.
+fn nesting_aware_bridge(ctx: ToolContext, refusal: NestingRefusal) -> ToolBridge {
     Arc::new(move |name, args| {
         let ctx = ctx.clone();
-        Box::pin(async move { bridge_result(ctx.call_tool(&name, args).await) })
+        let refusal = Arc::clone(&refusal);
+        Box::pin(async move {
+            let outcome = ctx.call_tool(&name, args).await;
+            if outcome.status == OutcomeStatus::Blocked
+                && let (Some(rule), Some(error)) = (&outcome.rule, &outcome.error)
+                && is_nesting_rule(rule)
+            {
+                lock(&refusal).get_or_insert_with(|| (rule.clone(), error.clone()));
+            }
+            bridge_result(outcome)
+        })
     })
 }
 
-/// A bridge for test runs at forge time: calls go through `pipeline` as `caller`.
+/// A bridge for test runs at forge time: calls go through `pipeline` as `caller`. Each is a
+/// top-level call with its own nesting bounds; the sandbox's per-run quota bounds how many.
 pub fn pipeline_bridge(pipeline: Arc<Pipeline>, caller: Caller) -> ToolBridge {
     Arc::new(move |name, args| {
         let pipeline = Arc::clone(&pipeline);
@@ -227,13 +250,26 @@ impl ToolHandler for GeneratedHandler {
         let code = Arc::clone(&self.code);
         let limits = self.limits.clone();
         Box::pin(async move {
-            let run = sandbox::run(&code, &args, context_bridge(ctx), &limits)
+            let refusal = NestingRefusal::default();
+            let bridge = nesting_aware_bridge(ctx, Arc::clone(&refusal));
+            let run = sandbox::run(&code, &args, bridge, &limits)
                 .await
-                .map_err(|e| ToolError::Failed(e.to_string()))?;
+                .map_err(|e| run_error(e, &refusal))?;
             // The text is JSON, so control characters and ANSI escapes in guest strings arrive
             // escaped (`\u001b`), never raw, in the model's observation or a terminal.
             Ok(ToolOutput::json(run.output))
         })
+    }
+}
+
+/// A run that threw after a nested call was refused for nesting ends as that refusal (same
+/// rule, same message naming the chain), so a recursion reports `nesting.depth` at the top
+/// instead of eight nested "the handler threw" texts. A guest that caught the refusal and
+/// then failed for another reason keeps its own error.
+fn run_error(e: SandboxError, refusal: &NestingRefusal) -> ToolError {
+    match (&e, lock(refusal).take()) {
+        (SandboxError::Thrown { .. }, Some((rule, reason))) => ToolError::Refused { reason, rule },
+        _ => ToolError::Failed(e.to_string()),
     }
 }
 

@@ -3,6 +3,8 @@
 //! its [`ToolMetadata`]). Plain data, at the bottom of the module graph: every other module
 //! may use it and it uses none of them but argument normalisation and capabilities.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -33,6 +35,72 @@ impl Caller {
     }
 }
 
+/// Where a call sits among nested calls: the names of the calls above it (outermost first)
+/// and a counter shared by every call under one top-level call.
+///
+/// It exists so that the pipeline can bound recursion (a generated tool calling itself) and
+/// fan-out before any handler runs; see `pipeline::nesting`. Cloning is cheap: the names and
+/// the counter are shared.
+#[derive(Debug, Clone)]
+pub struct CallChain {
+    ancestors: Arc<[String]>,
+    nested_calls: Arc<AtomicU32>,
+}
+
+impl Default for CallChain {
+    fn default() -> Self {
+        Self::top_level()
+    }
+}
+
+impl CallChain {
+    /// The chain of a top-level call: no ancestors, a fresh counter.
+    pub fn top_level() -> Self {
+        CallChain {
+            ancestors: Arc::from(Vec::new()),
+            nested_calls: Arc::new(AtomicU32::new(0)),
+        }
+    }
+
+    /// The chain of the calls that a call named `name`, with this chain, makes: `name` is
+    /// appended and the counter stays shared.
+    pub fn below(&self, name: &str) -> Self {
+        let mut names = self.ancestors.to_vec();
+        names.push(name.to_string());
+        CallChain {
+            ancestors: Arc::from(names),
+            nested_calls: Arc::clone(&self.nested_calls),
+        }
+    }
+
+    /// The names of the calls above this one, outermost first.
+    pub fn ancestors(&self) -> &[String] {
+        &self.ancestors
+    }
+
+    /// How deep a call with this chain sits: 1 for a top-level call.
+    pub fn depth(&self) -> usize {
+        self.ancestors.len() + 1
+    }
+
+    /// Whether a call with this chain is a top-level call (not made by a handler).
+    pub fn is_top_level(&self) -> bool {
+        self.ancestors.is_empty()
+    }
+
+    /// Counts one more nested call under the top-level call; returns the new count.
+    pub fn count_nested_call(&self) -> u32 {
+        self.nested_calls
+            .fetch_add(1, Ordering::SeqCst)
+            .saturating_add(1)
+    }
+
+    /// Nested calls made so far under the top-level call (refused ones included).
+    pub fn nested_calls(&self) -> u32 {
+        self.nested_calls.load(Ordering::SeqCst)
+    }
+}
+
 /// A request to run a tool.
 #[derive(Debug, Clone)]
 pub struct ToolCall {
@@ -41,6 +109,8 @@ pub struct ToolCall {
     pub args: Value,
     pub caller: Caller,
     pub parent_call_id: Option<String>,
+    /// The calls above this one; a top-level call's chain is empty.
+    pub chain: CallChain,
 }
 
 impl ToolCall {
@@ -51,6 +121,7 @@ impl ToolCall {
             args,
             caller,
             parent_call_id: None,
+            chain: CallChain::top_level(),
         }
     }
 
@@ -61,6 +132,12 @@ impl ToolCall {
 
     pub fn with_parent(mut self, parent: &str) -> Self {
         self.parent_call_id = Some(parent.to_string());
+        self
+    }
+
+    /// Places the call below others (a nested call inherits its parent's chain).
+    pub fn with_chain(mut self, chain: CallChain) -> Self {
+        self.chain = chain;
         self
     }
 }

@@ -11,7 +11,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 pub use crate::call::Caller;
-use crate::call::{ToolCall, ToolOutcome};
+use crate::call::{CallChain, ToolCall, ToolOutcome};
 use crate::events::{EventBus, ToolEvent, ToolEventKind};
 
 /// What a [`ToolContext`] needs from the pipeline that runs its call: where, with which
@@ -41,6 +41,8 @@ pub struct ToolContext {
     pub parent_call_id: Option<String>,
     /// Cancelled when the caller gives up or the call times out; long handlers should poll it.
     pub cancel: CancellationToken,
+    /// The chain every nested call of this call inherits: this call's ancestors and its name.
+    chain: CallChain,
     runner: Arc<dyn CallRunner>,
 }
 
@@ -50,6 +52,7 @@ impl fmt::Debug for ToolContext {
             .field("project_root", &self.project_root)
             .field("caller", &self.caller.id)
             .field("call_id", &self.call_id)
+            .field("depth", &self.chain.ancestors().len())
             .finish_non_exhaustive()
     }
 }
@@ -61,6 +64,7 @@ impl ToolContext {
         call_id: String,
         parent_call_id: Option<String>,
         cancel: CancellationToken,
+        chain: CallChain,
     ) -> Self {
         ToolContext {
             project_root: runner.project_root().to_path_buf(),
@@ -68,15 +72,24 @@ impl ToolContext {
             call_id,
             parent_call_id,
             cancel,
+            chain,
             runner,
         }
     }
 
     /// A context outside any pipeline call, for calling a handler directly (benchmarks,
     /// handler unit tests). Nested calls made through it are still full pipeline calls.
+    /// The handler counts as a top-level call (named `detached`), so its nested calls are
+    /// bounded like any other.
     pub fn detached_with(runner: Arc<dyn CallRunner>, caller: Caller) -> Self {
         let id = uuid::Uuid::now_v7().to_string();
-        Self::new(runner, caller, id, None, CancellationToken::new())
+        let chain = CallChain::top_level().below("detached");
+        Self::new(runner, caller, id, None, CancellationToken::new(), chain)
+    }
+
+    /// The chain this call's nested calls inherit (its ancestors, then this call's name).
+    pub fn chain(&self) -> &CallChain {
+        &self.chain
     }
 
     /// The runner of this call (the pipeline), as its concrete type when it is a `T`.
@@ -100,9 +113,12 @@ impl ToolContext {
     }
 
     /// Calls another tool as a nested call: same caller and capability, this call as parent,
-    /// and every gate, middleware and audit record of a top-level call.
+    /// and every gate, middleware and audit record of a top-level call. The call inherits this
+    /// call's chain, so the pipeline bounds its depth and the nested calls of the whole tree.
     pub async fn call_tool(&self, name: &str, args: Value) -> ToolOutcome {
-        let call = ToolCall::new(name, args, self.caller.clone()).with_parent(&self.call_id);
+        let call = ToolCall::new(name, args, self.caller.clone())
+            .with_parent(&self.call_id)
+            .with_chain(self.chain.clone());
         Arc::clone(&self.runner)
             .run_nested(call, self.cancel.child_token())
             .await

@@ -55,7 +55,7 @@ pub use audit::{
 };
 pub use cache::{ResultCache, cache_key};
 pub use call::{
-    CallResult, Caller, OutcomeStatus, ToolCall, ToolMetadata, ToolOutcome, ToolOutput,
+    CallChain, CallResult, Caller, OutcomeStatus, ToolCall, ToolMetadata, ToolOutcome, ToolOutput,
 };
 pub use capability::{Allowlist, PresetCatalog, PresetError};
 pub use context::{CallRunner, ToolContext};
@@ -70,7 +70,9 @@ pub use gate::{
 };
 pub use grants::SessionGrants;
 pub use middleware::{BeforeVerdict, Middleware, MiddlewareError, MiddlewareSlot, PreparedCall};
-pub use pipeline::{DEFAULT_TIMEOUT, Pipeline, PipelineBuilder};
+pub use pipeline::{
+    DEFAULT_TIMEOUT, MAX_NESTED_CALLS, MAX_NESTING_DEPTH, Pipeline, PipelineBuilder,
+};
 pub use registry::{RegisteredTool, RegistryError, ToolRegistry, is_snake_case};
 pub use typed::{ToolArgs, TypedTool, args_schema, parse_args};
 

@@ -1,8 +1,10 @@
 // Evaluated once per fresh context, before the guest code. It receives the two host functions
 // and returns the `tools` object handed to the handler plus the driver the host calls. Nothing
 // here is global: the host functions live only in this closure. The originals of JSON.parse and
-// JSON.stringify are captured before guest code can replace them.
-(function (hostCall, hostLog, maxOutput) {
+// JSON.stringify are captured before guest code can replace them. The output cap is checked by
+// the host, in UTF-8 bytes, where the text crosses back (`text.length` here counts UTF-16
+// units: an emoji is 2 of them and 4 bytes).
+(function (hostCall, hostLog) {
   "use strict";
   const parse = JSON.parse;
   const stringify = JSON.stringify;
@@ -65,9 +67,6 @@
     if (text === undefined) {
       state.kind = "not_json";
       state.err = "the handler returned a " + typeof value + ", which has no JSON form";
-    } else if (text.length > maxOutput) {
-      state.kind = "too_large";
-      state.size = text.length;
     } else {
       state.out = text;
     }
@@ -82,7 +81,7 @@
   // Calls the handler once. The returned state object is completed synchronously or, for an
   // async handler, by the promise jobs the host drives afterwards.
   function drive(handler, paramsJson) {
-    const state = { done: false, kind: "ok", out: undefined, err: undefined, size: 0 };
+    const state = { done: false, kind: "ok", out: undefined, err: undefined };
     let result;
     try {
       result = handler(parse(paramsJson), tools);

@@ -217,19 +217,27 @@ fn guest_run(
             return Err(Raw::NeverSettles);
         }
     }
-    read_state(&state)
+    read_state(&state, job.limits.max_output_bytes)
 }
 
-fn read_state(state: &Object<'_>) -> Result<Value, Raw> {
+/// The handler's result. The cap is on the UTF-8 bytes of the JSON text, counted here where
+/// the text has crossed into Rust.
+fn read_state(state: &Object<'_>, max_output_bytes: usize) -> Result<Value, Raw> {
     let text = |key: &str| state.get::<_, Option<String>>(key).ok().flatten();
     let kind = text("kind").unwrap_or_default();
     match kind.as_str() {
         "ok" => {
-            let out = text("out").unwrap_or_else(|| "null".into());
+            // A text that does not convert is an error, not a silent `null`.
+            let out = state
+                .get::<_, Option<String>>("out")
+                .map_err(|e| Raw::NotJson(e.to_string()))?
+                .unwrap_or_else(|| "null".into());
+            if out.len() > max_output_bytes {
+                return Err(Raw::TooLarge(out.len()));
+            }
             serde_json::from_str(&out).map_err(|e| Raw::NotJson(e.to_string()))
         }
         "not_json" => Err(Raw::NotJson(text("err").unwrap_or_default())),
-        "too_large" => Err(Raw::TooLarge(state.get::<_, usize>("size").unwrap_or(0))),
         _ => Err(Raw::Thrown(text("err").unwrap_or_default())),
     }
 }
@@ -245,10 +253,7 @@ fn install<'js>(
     let factory: Function = ctx.eval(BOOTSTRAP).map_err(engine)?;
     let host_call = host_call_fn(ctx, job, budget, logs).map_err(engine)?;
     let host_log = host_log_fn(ctx, job.limits.max_log_bytes, logs).map_err(engine)?;
-    let max_output = u32::try_from(job.limits.max_output_bytes).unwrap_or(u32::MAX);
-    let parts: Object = factory
-        .call((host_call, host_log, max_output))
-        .map_err(engine)?;
+    let parts: Object = factory.call((host_call, host_log)).map_err(engine)?;
     let console: Object = parts.get("console").map_err(engine)?;
     let globals = ctx.globals();
     globals.set("console", console).map_err(engine)?;

@@ -15,7 +15,14 @@
 //! does not count against the guest's CPU budget (the shared deadline is pushed back by it), but
 //! it does count against the wall-clock backstop. When the backstop fires, the host stops
 //! waiting, raises the abort flag that the interrupt handler reads, and returns a typed error;
-//! the thread ends at the guest's next interrupt check.
+//! the thread ends at the guest's next interrupt check. The flag is also raised when the run's
+//! future is dropped unfinished.
+//!
+//! A guest blocked in `tools.call` keeps its thread while the nested call runs, and a nested
+//! call of a generated tool starts another run: a recursion holds one thread per level. The
+//! pipeline's nesting bounds (`alembic_tools::MAX_NESTING_DEPTH`, `MAX_NESTED_CALLS`) are what
+//! keep that to a few threads per top-level call; a refused nested call reaches the guest as an
+//! ordinary `Error` it may catch.
 
 mod engine;
 
@@ -122,6 +129,9 @@ pub async fn run(
     limits: &SandboxLimits,
 ) -> Result<SandboxRun, SandboxError> {
     let abort = Arc::new(AtomicBool::new(false));
+    // Dropped with this future (the caller gave up, a parent run ended): the guest thread
+    // stops at its next interrupt check instead of running out its CPU budget.
+    let _stop_guest = AbortOnDrop(Arc::clone(&abort));
     let (request_tx, mut request_rx) = mpsc::unbounded_channel::<HostRequest>();
     let (done_tx, done_rx) = oneshot::channel();
     let job = engine::Job {
@@ -163,6 +173,15 @@ pub async fn run(
                 limit_ms: alembic_base::millis(limits.wall_clock),
             })
         }
+    }
+}
+
+/// Raises the abort flag when dropped.
+struct AbortOnDrop(Arc<AtomicBool>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
     }
 }
 

@@ -1,5 +1,6 @@
 mod compose;
 mod generate;
+mod recursion;
 mod reuse;
 mod sandbox;
 mod store;

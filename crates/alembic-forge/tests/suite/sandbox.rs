@@ -263,6 +263,50 @@ fn results_must_be_bounded_json() {
 }
 
 #[test]
+fn the_output_cap_counts_utf8_bytes_not_utf16_units() {
+    // 'é' is 1 UTF-16 unit and 2 bytes; an emoji is 2 units and 4 bytes; a CJK character is 1
+    // unit and 3 bytes. Each text below is under 1000 units but over 1000 bytes.
+    let small = SandboxLimits {
+        max_output_bytes: 1000,
+        ..limits()
+    };
+    let run_small = |body: &str| run_with(&handler(body), json!({}), sandbox::no_tools(), &small);
+    for (body, bytes) in [
+        ("return 'é'.repeat(600);", 1202),
+        ("return '😀'.repeat(300);", 1202),
+        ("return '字'.repeat(400);", 1202),
+        ("return {k: 'é'.repeat(499)};", 1006),
+        ("return ['😀'.repeat(100), '😀'.repeat(150)];", 1007),
+    ] {
+        assert_eq!(
+            run_small(body),
+            Err(SandboxError::OutputTooLarge { bytes, limit: 1000 }),
+            "{body}"
+        );
+    }
+    // Exactly at the cap in bytes passes: 499 × 2 bytes and two quotes.
+    assert_eq!(
+        run_small("return 'é'.repeat(499);"),
+        Ok(json!("é".repeat(499)))
+    );
+    // Escaped output is counted as sent: a control character is 6 bytes ("\u0001").
+    assert_eq!(
+        run_small("return '\\u0001'.repeat(200);"),
+        Err(SandboxError::OutputTooLarge {
+            bytes: 1202,
+            limit: 1000
+        })
+    );
+    // A lone surrogate is escaped by JSON.stringify and then refused as JSON, not a panic.
+    let lone = run_small("return '\\uD800';");
+    assert!(
+        matches!(lone, Err(SandboxError::NotJson { .. })),
+        "{lone:?}"
+    );
+    assert_next_run_clean();
+}
+
+#[test]
 fn errors_in_the_code_are_typed() {
     assert!(matches!(
         run("function toolHandler( {"),

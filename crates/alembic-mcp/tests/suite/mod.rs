@@ -1,5 +1,6 @@
 mod calls;
 mod cancel_progress;
+mod forge_recursion;
 mod fuzz_tools;
 mod http;
 mod http_auth;

@@ -10,11 +10,11 @@ use futures::FutureExt;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::Pipeline;
+use super::{Pipeline, nesting};
 use crate::args;
 use crate::audit::AuditInput;
 use crate::audit::bound::{MAX_NAME_BYTES, bound_str};
-use crate::call::{CallResult, OutcomeStatus, ToolCall, ToolMetadata, ToolOutcome};
+use crate::call::{CallChain, CallResult, OutcomeStatus, ToolCall, ToolMetadata, ToolOutcome};
 use crate::context::ToolContext;
 use crate::definition::ToolError;
 use crate::events::{ToolEvent, ToolEventKind};
@@ -53,6 +53,18 @@ impl Pipeline {
         cancel: CancellationToken,
     ) -> (ToolOutcome, Value) {
         let mut meta = ToolMetadata::default();
+        // Before the name is resolved: a runaway recursion must cost nothing past this point.
+        if let Some((rule, message)) = nesting::check(call) {
+            meta.blocked = true;
+            let outcome = refusal(
+                call,
+                OutcomeStatus::Blocked,
+                message,
+                Some(rule.to_string()),
+                meta,
+            );
+            return (outcome, raw_args);
+        }
         let Some(tool) = self.registry.get(&call.name) else {
             let suggestions = self.registry.suggest(&call.name, &call.caller.allowlist);
             let outcome = refusal(
@@ -103,7 +115,10 @@ impl Pipeline {
         };
         let result = match self.run_before(&prepared, &mut meta).await {
             Some(short) => short,
-            None => self.run_handler(&prepared, cancel).await,
+            None => {
+                let chain = call.chain.below(&call.name);
+                self.run_handler(&prepared, chain, cancel).await
+            }
         };
         self.run_after(&prepared, &result, &mut meta).await;
         let outcome = outcome_from(&prepared, result, meta);
@@ -142,6 +157,7 @@ impl Pipeline {
     async fn run_handler(
         self: &Arc<Self>,
         call: &PreparedCall,
+        chain: CallChain,
         cancel: CancellationToken,
     ) -> CallResult {
         let token = cancel.child_token();
@@ -152,6 +168,7 @@ impl Pipeline {
             call.id.clone(),
             call.parent_call_id.clone(),
             token.clone(),
+            chain,
         );
         if cancel.is_cancelled() {
             return cancelled_result();

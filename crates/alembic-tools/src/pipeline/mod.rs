@@ -2,6 +2,8 @@
 //!
 //! Order contract (fixed by [`MiddlewareSlot`], whatever order middlewares are added in):
 //!
+//! 0. bound nesting: a nested call too deep or past its top-level call's budget is refused
+//!    (`nesting.depth`, `nesting.budget`; see `nesting.rs`)
 //! 1. resolve the name (unknown → refused with "did you mean")
 //! 2. normalise + validate arguments (refused with the argument path on error)
 //! 3. `before` hooks: AllowlistGate → SafetyGate → CacheCheck → SubmitDedup (any may block;
@@ -16,6 +18,7 @@
 
 mod builder;
 mod execute;
+pub mod nesting;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -30,8 +33,11 @@ use crate::events::EventBus;
 use crate::registry::ToolRegistry;
 
 pub use builder::PipelineBuilder;
+pub use nesting::{MAX_NESTED_CALLS, MAX_NESTING_DEPTH};
 // The call values, stages and gates were defined here once; their old paths keep working.
-pub use crate::call::{CallResult, Caller, OutcomeStatus, ToolCall, ToolMetadata, ToolOutcome};
+pub use crate::call::{
+    CallChain, CallResult, Caller, OutcomeStatus, ToolCall, ToolMetadata, ToolOutcome,
+};
 pub use crate::gate::{
     AllowlistGate, ReadOnlySafety, SafetyCheck, SafetyDecision, SafetyGate, trusted_caller,
 };
