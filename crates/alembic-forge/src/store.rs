@@ -151,6 +151,7 @@ impl ToolStore {
     }
 
     fn saved_paths(&self) -> Vec<PathBuf> {
+        // `is_file` follows links; the read below refuses those that leave the root.
         let mut paths: Vec<PathBuf> = std::fs::read_dir(self.dir())
             .map(|rd| rd.filter_map(Result::ok).map(|e| e.path()).collect())
             .unwrap_or_default();
@@ -164,7 +165,7 @@ impl ToolStore {
         self.saved_paths()
             .into_iter()
             .map(|p| {
-                let parsed = std::fs::read_to_string(&p)
+                let parsed = read_project_text(&self.root, &p)
                     .map_err(|e| ForgeError::Io {
                         action: "read",
                         path: p.clone(),
@@ -183,7 +184,7 @@ impl ToolStore {
         };
         let mut out = Vec::new();
         for path in rd.filter_map(Result::ok).map(|e| e.path()) {
-            let record = std::fs::read_to_string(&path)
+            let record = read_project_text(&self.root, &path)
                 .ok()
                 .and_then(|t| serde_json::from_str::<TemporaryRecord>(&t).ok());
             match record {
@@ -389,4 +390,25 @@ fn register_one(
             .register_until(definition, tool.mode(), expires)
             .map(|_| ()),
     }
+}
+
+/// The text of `path` (absolute, beneath `root`), read through the project's `PathGuard`: a
+/// saved tool, temporary record or template that is a link out of the project is refused,
+/// never read (its text would show in parse errors).
+pub(crate) fn read_project_text(root: &Path, path: &Path) -> std::io::Result<String> {
+    let rel = path.strip_prefix(root).map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{} is not inside the project", path.display()),
+        )
+    })?;
+    let rel = rel.to_string_lossy();
+    alembic_safety::PathGuard::new(root)
+        .and_then(|guard| guard.read_to_string(&rel))
+        .map_err(|e| match e {
+            alembic_safety::PathError::NotFound { .. } => {
+                std::io::Error::new(std::io::ErrorKind::NotFound, e)
+            }
+            e => std::io::Error::other(e),
+        })
 }

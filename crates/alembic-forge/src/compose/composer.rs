@@ -104,7 +104,7 @@ impl DynamicComposer {
     pub fn for_project(root: &Path) -> Self {
         let mut composer = DynamicComposer::default();
         for path in template_files(&root.join(PROJECT_TEMPLATES_DIR)) {
-            match std::fs::read_to_string(&path) {
+            match crate::store::read_project_text(root, &path) {
                 Ok(text) => composer.add_text(&text, &path),
                 Err(e) => composer
                     .problems

@@ -201,3 +201,42 @@ fn promotion_writes_docs_schema_and_examples() {
     );
     assert_eq!(std::fs::read_to_string(&skill_md).unwrap(), mine.render());
 }
+
+/// A repository can ship `.alembic/tools/*.json`, temporary records and templates as links:
+/// none is read through (its text would show in a parse error), a real file still loads.
+#[test]
+fn saved_tools_and_templates_linked_out_of_the_project_are_refused_unread() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("p");
+    let outside = dir.path().join("o");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("secret.json"), "OUTSIDE-SECRET not json").unwrap();
+    std::fs::write(outside.join("secret.toml"), "OUTSIDE-SECRET = [").unwrap();
+    let store = ToolStore::new(&root);
+    store
+        .save(&SavedTool::Composed(
+            CompositionSpec::from_json(NETWORKKIT).unwrap(),
+        ))
+        .unwrap();
+    std::os::unix::fs::symlink(outside.join("secret.json"), store.dir().join("leak.json")).unwrap();
+    let loaded = store.load_saved();
+    assert_eq!(loaded.len(), 2, "{loaded:?}");
+    for (path, parsed) in &loaded {
+        match parsed {
+            Ok(tool) => assert_eq!(tool.name(), "analyze_networkkit"),
+            Err(e) => {
+                assert!(path.ends_with("leak.json"), "{path:?}: {e}");
+                let text = e.to_string();
+                assert!(text.contains("outside the project root"), "{text}");
+                assert!(!text.contains("OUTSIDE-SECRET"), "{text}");
+            }
+        }
+    }
+    let templates = root.join(alembic_forge::compose::composer::PROJECT_TEMPLATES_DIR);
+    std::fs::create_dir_all(&templates).unwrap();
+    std::os::unix::fs::symlink(outside.join("secret.toml"), templates.join("leak.toml")).unwrap();
+    let composer = alembic_forge::compose::DynamicComposer::for_project(&root);
+    assert_eq!(composer.problems.len(), 1, "{:?}", composer.problems);
+    assert!(composer.problems[0].contains("outside the project root"));
+    assert!(!composer.problems[0].contains("OUTSIDE-SECRET"));
+}
