@@ -240,14 +240,17 @@ pub const MAX_HEAD_BYTES: usize = 64 * 1024;
 
 impl Connection {
     async fn serve(self, stream: tokio::net::TcpStream, slot: Slot) {
-        let first_byte = tokio::time::timeout(self.header_timeout, stream.readable());
+        // `peek`, not `readable`: readiness may be reported before a byte has arrived.
+        let mut first = [0u8; 1];
+        let first_byte = tokio::time::timeout(self.header_timeout, stream.peek(&mut first));
         tokio::select! {
             _ = slot.evicted.cancelled() => {
                 tracing::debug!(peer = %self.peer, "idle connection evicted at the cap");
                 return;
             }
             ready = first_byte => match ready {
-                Ok(Ok(())) => slot.busy(),
+                Ok(Ok(n)) if n > 0 => slot.busy(),
+                Ok(Ok(_)) => return,
                 Ok(Err(e)) => return tracing::debug!("connection failed: {e}"),
                 Err(_) => return tracing::debug!(peer = %self.peer, "connection sent nothing"),
             },

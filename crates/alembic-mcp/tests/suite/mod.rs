@@ -2,6 +2,7 @@ mod calls;
 mod cancel_progress;
 mod fuzz_tools;
 mod http;
+mod http_abuse;
 mod http_auth;
 mod http_oauth;
 mod skill_links;
