@@ -66,6 +66,70 @@ async fn open_session(http: &reqwest::Client, url: &str, token: &str) -> Result<
     Ok(id)
 }
 
+#[derive(Default)]
+struct Measured {
+    latencies: Vec<f64>,
+    errors: usize,
+    first_error: Option<String>,
+    secs: u64,
+}
+
+impl Measured {
+    fn print(mut self, what: &str) {
+        self.latencies.sort_by(f64::total_cmp);
+        let l = &self.latencies;
+        println!(
+            "tools/list for {} s, {what}: {} ok, {} errors{}; ms p50 {:.2}, p99 {:.2}, max {:.2}",
+            self.secs,
+            l.len(),
+            self.errors,
+            self.first_error
+                .map(|e| format!(" (first: {e})"))
+                .unwrap_or_default(),
+            percentile(l, 0.50),
+            percentile(l, 0.99),
+            l.last().copied().unwrap_or(f64::NAN)
+        );
+    }
+}
+
+/// `tools/list` in a loop in `session` for `secs` seconds, each call bounded to 5 s.
+async fn measure(
+    http: &reqwest::Client,
+    url: &str,
+    token: &str,
+    session: &str,
+    secs: u64,
+) -> Measured {
+    let mut m = Measured {
+        secs,
+        ..Measured::default()
+    };
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    while Instant::now() < deadline {
+        let started = Instant::now();
+        let result = tokio::time::timeout(Duration::from_secs(5), async {
+            post(http, url, token, Some(session), &list)
+                .send()
+                .await?
+                .bytes()
+                .await
+        })
+        .await;
+        match result {
+            Ok(Ok(body)) if String::from_utf8_lossy(&body).contains("echo_text") => {
+                m.latencies.push(started.elapsed().as_secs_f64() * 1000.0);
+            }
+            other => {
+                m.errors += 1;
+                m.first_error.get_or_insert_with(|| format!("{other:?}"));
+            }
+        }
+    }
+    m
+}
+
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
@@ -116,6 +180,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tokio::spawn(async move { endpoint.serve_with(server, options, stop).await });
 
     let http = reqwest::Client::new();
+    let quiet = open_session(&http, &url, &legit)
+        .await
+        .map_err(|s| format!("HTTP {s}"))?;
+    measure(&http, &url, &legit, &quiet, secs)
+        .await
+        .print("baseline, no attack");
     let mut accepted = 0;
     let mut refused = Vec::new();
     for _ in 0..HOSTILE_SESSIONS {
@@ -151,38 +221,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     });
     tokio::time::sleep(Duration::from_millis(500)).await;
 
-    let mut latencies = Vec::new();
-    let mut errors = 0usize;
-    let mut first_error = None;
     let session = open_session(&http, &url, &legit).await;
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
-    if let Ok(session) = &session {
-        while Instant::now() < deadline {
-            let started = Instant::now();
-            let result = tokio::time::timeout(Duration::from_secs(5), async {
-                post(&http, &url, &legit, Some(session), &list)
-                    .send()
-                    .await?
-                    .bytes()
-                    .await
-            })
-            .await;
-            match result {
-                Ok(Ok(body)) if String::from_utf8_lossy(&body).contains("echo_text") => {
-                    latencies.push(started.elapsed().as_secs_f64() * 1000.0);
-                }
-                other => {
-                    errors += 1;
-                    first_error.get_or_insert_with(|| format!("{other:?}"));
-                }
-            }
-        }
-    }
+    let attacked = match &session {
+        Ok(session) => measure(&http, &url, &legit, session, secs).await,
+        Err(_) => Measured::default(),
+    };
     attack_stop.cancel();
     let _ = attacker.await;
     shutdown.cancel();
-    latencies.sort_by(f64::total_cmp);
     println!(
         "legitimate session: {}",
         if session.is_ok() {
@@ -191,19 +237,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             format!("REFUSED {session:?}")
         }
     );
-    println!(
-        "tools/list for {secs} s with {IDLE} idle connections held: {} ok, {errors} errors{}",
-        latencies.len(),
-        first_error
-            .map(|e| format!(" (first: {e})"))
-            .unwrap_or_default()
-    );
-    println!(
-        "latency ms: p50 {:.2}, p99 {:.2}, max {:.2}",
-        percentile(&latencies, 0.50),
-        percentile(&latencies, 0.99),
-        latencies.last().copied().unwrap_or(f64::NAN)
-    );
+    attacked.print(&format!("with {IDLE} idle connections held"));
     println!(
         "hostile token: {accepted} of {HOSTILE_SESSIONS} sessions accepted (cap {}), refusals {:?}",
         limits.max_sessions_per_caller,
