@@ -165,9 +165,10 @@ mod tests {
             s.http.validate(),
             Err("[mcp.http] max_sessions_per_caller: expected a whole number >= 1, got 0".into())
         );
-        let s: McpSection =
-            toml::from_str("[http]\nallowed_origins = [\"http://localhost:*\", \"null\", \"app.example\"]\n")
-                .unwrap();
+        let s: McpSection = toml::from_str(
+            "[http]\nallowed_origins = [\"http://localhost:*\", \"null\", \"app.example\"]\n",
+        )
+        .unwrap();
         assert_eq!(
             s.http.validate(),
             Err("[mcp.http] allowed_origins: expected origins like \"https://app.example.com:443\" or \"http://localhost:*\", got \"app.example\"".into())
