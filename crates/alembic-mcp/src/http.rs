@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::auth::HttpAuth;
 use crate::auth::oauth::METADATA_PATH;
+use crate::http_conn::{ConnectionCap, Connections, Slot};
 use crate::http_guard::{self, Guard};
 use crate::limits::{HttpLimits, RateLimiter};
 use crate::{AlembicServer, McpError};
@@ -116,11 +117,15 @@ impl HttpEndpoint {
         let router = router(server, &options, self.local_addr, &shutdown);
         let tls = options.tls.clone().map(tokio_rustls::TlsAcceptor::from);
         let connections = hyper_util::server::graceful::GracefulShutdown::new();
+        let open = Connections::new(
+            options.limits.max_connections,
+            options.limits.max_connections_per_ip,
+        );
         loop {
-            let stream = tokio::select! {
+            let (stream, peer) = tokio::select! {
                 _ = shutdown.cancelled() => break,
                 accepted = self.listener.accept() => match accepted {
-                    Ok((stream, _peer)) => stream,
+                    Ok(accepted) => accepted,
                     Err(e) => {
                         // Out of file descriptors and the like: wait instead of spinning.
                         tracing::warn!("cannot accept a connection: {e}");
@@ -129,13 +134,24 @@ impl HttpEndpoint {
                     }
                 },
             };
+            let slot = match open.admit(peer.ip()) {
+                Ok(slot) => slot,
+                Err(cap) => {
+                    tracing::debug!(%peer, ?cap, "connection refused at the cap");
+                    if tls.is_none() {
+                        tokio::spawn(refuse(stream, cap));
+                    }
+                    continue;
+                }
+            };
             let conn = Connection {
                 router: router.clone(),
                 tls: tls.clone(),
-                read_timeout: options.limits.read_timeout,
+                header_timeout: options.limits.header_timeout,
+                peer,
                 watcher: connections.watcher(),
             };
-            tokio::spawn(conn.serve(stream));
+            tokio::spawn(conn.serve(stream, slot));
         }
         if tokio::time::timeout(Duration::from_secs(5), connections.shutdown())
             .await
@@ -154,8 +170,12 @@ fn router(
     bound: SocketAddr,
     shutdown: &CancellationToken,
 ) -> axum::Router {
+    // Origin validation is on even with no allowed origins: then every browser origin is
+    // refused, and clients that send no Origin (not browsers) are served.
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(allowed_hosts(bound, &options.extra_hosts))
+        .with_allowed_origins(options.limits.allowed_origins.clone())
+        .enforce_origin_validation()
         .with_cancellation_token(shutdown.child_token());
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(options.limits.idle_timeout);
@@ -193,30 +213,59 @@ fn router(
     router
 }
 
-/// One accepted TCP connection: TLS handshake (if any), then HTTP/1.1 with a limit on the
-/// time to send headers and on their size, so slow or oversized clients cannot hold a task.
+/// Answers a connection refused at a cap (plain text only) and closes it, within a second.
+async fn refuse(mut stream: tokio::net::TcpStream, cap: ConnectionCap) {
+    use tokio::io::AsyncWriteExt;
+    let answer = cap.response();
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        stream.write_all(answer.as_bytes()).await?;
+        stream.shutdown().await
+    })
+    .await;
+}
+
+/// One accepted TCP connection: it stays evictable until its first byte, then TLS handshake
+/// (if any) and HTTP/1.1, with a limit on the time to send headers and on their size, so
+/// silent, slow or oversized clients cannot hold a task or a descriptor.
 struct Connection {
     router: axum::Router,
     tls: Option<tokio_rustls::TlsAcceptor>,
-    read_timeout: Duration,
+    header_timeout: Duration,
+    peer: SocketAddr,
     watcher: hyper_util::server::graceful::Watcher,
 }
 
 /// Largest request head (line and headers); past it hyper answers 431.
-const MAX_HEAD_BYTES: usize = 64 * 1024;
+pub const MAX_HEAD_BYTES: usize = 64 * 1024;
 
 impl Connection {
-    async fn serve(self, stream: tokio::net::TcpStream) {
+    async fn serve(self, stream: tokio::net::TcpStream, slot: Slot) {
+        // `peek`, not `readable`: readiness may be reported before a byte has arrived.
+        let mut first = [0u8; 1];
+        let first_byte = tokio::time::timeout(self.header_timeout, stream.peek(&mut first));
+        tokio::select! {
+            _ = slot.evicted.cancelled() => {
+                tracing::debug!(peer = %self.peer, "idle connection evicted at the cap");
+                return;
+            }
+            ready = first_byte => match ready {
+                Ok(Ok(n)) if n > 0 => slot.busy(),
+                Ok(Ok(_)) => return,
+                Ok(Err(e)) => return tracing::debug!("connection failed: {e}"),
+                Err(_) => return tracing::debug!(peer = %self.peer, "connection sent nothing"),
+            },
+        }
         match self.tls.clone() {
             None => self.http(stream).await,
             Some(acceptor) => {
-                match tokio::time::timeout(self.read_timeout, acceptor.accept(stream)).await {
+                match tokio::time::timeout(self.header_timeout, acceptor.accept(stream)).await {
                     Ok(Ok(tls)) => self.http(tls).await,
                     Ok(Err(e)) => tracing::debug!("TLS handshake failed: {e}"),
                     Err(_) => tracing::debug!("TLS handshake timed out"),
                 }
             }
         }
+        drop(slot);
     }
 
     async fn http<S>(self, stream: S)
@@ -224,10 +273,17 @@ impl Connection {
         S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
         use hyper_util::rt::{TokioIo, TokioTimer};
-        let service = hyper_util::service::TowerToHyperService::new(self.router);
+        let peer = axum::extract::ConnectInfo(self.peer);
+        let router = hyper_util::service::TowerToHyperService::new(self.router);
+        // The guard reads the client's address (per-IP session cap) from the extensions.
+        let service = hyper::service::service_fn(move |mut req| {
+            req.extensions_mut().insert(peer);
+            hyper::service::Service::call(&router, req)
+        });
         let conn = hyper::server::conn::http1::Builder::new()
             .timer(TokioTimer::new())
-            .header_read_timeout(self.read_timeout)
+            .header_read_timeout(self.header_timeout)
+            .max_header_size(MAX_HEAD_BYTES)
             .max_buf_size(MAX_HEAD_BYTES)
             .serve_connection(TokioIo::new(stream), service);
         if let Err(e) = self.watcher.watch(conn).await {

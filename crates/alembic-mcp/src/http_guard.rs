@@ -1,14 +1,16 @@
-//! The axum middleware in front of `/mcp`: authentication (401 with `WWW-Authenticate`), the
-//! per-caller rate (429 with `Retry-After`), session ownership, the body size and read time
-//! (413, 408), and the session cap (503). It runs before rmcp sees the request, so a refused
-//! request never reaches a session or a tool.
+//! The axum middleware in front of `/mcp`: a `Host` without userinfo and only one of it (400),
+//! authentication (401 with `WWW-Authenticate`), the per-caller rate (429 with `Retry-After`),
+//! session ownership, the body size and read time (413, 408), and the session caps (429 per
+//! caller, 503 in all). It runs before rmcp sees the request, so a refused request never
+//! reaches a session or a tool. rmcp then checks the `Host` allow-list and `Origin` (403).
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use alembic_base::lock;
 use axum::body::{Body, Bytes};
-use axum::extract::{Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -30,7 +32,8 @@ pub(crate) struct Guard {
     pub(crate) sessions: Arc<LocalSessionManager>,
     /// Serialises session creation so that the cap is exact.
     pub(crate) creating: tokio::sync::Mutex<()>,
-    /// Which caller opened each session: another caller's requests in it are refused.
+    /// Who opened each session (the caller id, or `ip:ADDR` without authentication):
+    /// another caller's requests in it are refused, and each owner's sessions are capped.
     pub(crate) owners: Mutex<HashMap<String, String>>,
 }
 
@@ -47,6 +50,9 @@ pub(crate) fn refusal(status: StatusCode, message: impl Into<String>) -> Respons
 
 /// The middleware: who, how often, whose session, how large, then a new session's place.
 pub(crate) async fn guard(State(g): State<Arc<Guard>>, req: Request, next: Next) -> Response {
+    if let Err(why) = check_host(&req) {
+        return refusal(StatusCode::BAD_REQUEST, why);
+    }
     let caller = match g.authenticate(req.headers()).await {
         Ok(caller) => caller,
         Err(response) => return response,
@@ -66,21 +72,67 @@ pub(crate) async fn guard(State(g): State<Arc<Guard>>, req: Request, next: Next)
         Ok(b) => b,
         Err(response) => return response,
     };
-    let mut opens_session = false;
+    let mut opens_session = None;
     if parts.method == Method::POST {
         match serde_json::from_slice::<Value>(&bytes) {
-            Ok(message) => opens_session = session.is_none() && message["method"] == "initialize",
+            Ok(message) if session.is_none() && message["method"] == "initialize" => {
+                opens_session = Some(message["id"].clone());
+            }
+            Ok(_) => {}
             Err(e) => return parse_error(&e),
         }
     }
+    let owner = match (&caller, parts.extensions.get::<ConnectInfo<SocketAddr>>()) {
+        (Some(c), _) => c.id.clone(),
+        (None, Some(ConnectInfo(peer))) => format!("ip:{}", peer.ip()),
+        (None, None) => "ip:unknown".to_string(),
+    };
     if let Some(c) = &caller {
         parts.extensions.insert(c.clone());
     }
     let req = Request::from_parts(parts, Body::from(bytes));
-    if !opens_session {
-        return next.run(req).await;
+    match opens_session {
+        None => next.run(req).await,
+        Some(id) => g.open_session(&owner, &id, req, next).await,
     }
-    g.open_session(caller.as_ref(), req, next).await
+}
+
+/// Refuses a `Host` that carries userinfo (`evil.example@localhost`: the allow-list would see
+/// only `localhost`) and a request with several `Host` headers (RFC 9112 §3.2: 400); the
+/// request target's authority, if absolute, is held to the same rule.
+fn check_host(req: &Request) -> Result<(), String> {
+    let mut hosts = req.headers().get_all(header::HOST).iter();
+    let first = hosts.next();
+    if hosts.next().is_some() {
+        return Err("the request has more than one Host header; send exactly one".into());
+    }
+    let host = first.map(|v| v.to_str().unwrap_or("\u{fffd}"));
+    let target = req.uri().authority().map(|a| a.as_str());
+    for text in host.into_iter().chain(target) {
+        if text.contains('@') {
+            return Err(format!(
+                "invalid Host {text:?}: userinfo (`name@`) is not accepted; send `Host: HOST[:PORT]`"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A JSON-RPC error answer to the request `id` with an HTTP status, `Retry-After` and the
+/// cap that refused it in `error.data`.
+fn capped(status: StatusCode, id: &Value, cap: &str, limit: usize, message: String) -> Response {
+    const RETRY_SECS: u64 = 30;
+    let body = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32000, "message": message,
+        "data": {"cap": cap, "limit": limit, "retryAfterSecs": RETRY_SECS}}});
+    let mut r = (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response();
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(RETRY_SECS));
+    r
 }
 
 /// A POST body that is not JSON: 400 with JSON-RPC's parse error (-32700), as a JSON-RPC
@@ -184,36 +236,49 @@ impl Guard {
         }
     }
 
-    /// Passes an `initialize` on if a session is free, and records who owns the new session.
-    async fn open_session(
-        &self,
-        caller: Option<&HttpCaller>,
-        req: Request,
-        next: Next,
-    ) -> Response {
+    /// Passes an `initialize` on if its owner and the server both have a session free, and
+    /// records who owns the new session.
+    async fn open_session(&self, owner: &str, id: &Value, req: Request, next: Next) -> Response {
         let _one_at_a_time = self.creating.lock().await;
-        let open = {
+        let (open, owned) = {
             let sessions = self.sessions.sessions.read().await;
-            lock(&self.owners).retain(|id, _| sessions.contains_key(id.as_str()));
-            sessions.len()
+            let mut owners = lock(&self.owners);
+            owners.retain(|id, _| sessions.contains_key(id.as_str()));
+            (
+                sessions.len(),
+                owners.values().filter(|o| *o == owner).count(),
+            )
         };
+        let per_caller = self.limits.max_sessions_per_caller;
+        if owned >= per_caller {
+            return capped(
+                StatusCode::TOO_MANY_REQUESTS,
+                id,
+                "max_sessions_per_caller",
+                per_caller,
+                format!(
+                    "{owner} has its maximum of {per_caller} open sessions ([mcp.http] max_sessions_per_caller): end one (DELETE /mcp with its Mcp-Session-Id) or retry once one has been idle for {} s",
+                    self.limits.idle_timeout.as_secs()
+                ),
+            );
+        }
         if open >= self.limits.max_sessions {
-            let mut r = refusal(
+            return capped(
                 StatusCode::SERVICE_UNAVAILABLE,
+                id,
+                "max_sessions",
+                self.limits.max_sessions,
                 format!(
                     "the server has its maximum of {} sessions ([mcp.http] max_sessions); retry later",
                     self.limits.max_sessions
                 ),
             );
-            r.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("30"));
-            return r;
         }
         let response = next.run(req).await;
-        if let (Some(c), Some(id)) = (caller, response.headers().get(SESSION_HEADER))
+        if let Some(id) = response.headers().get(SESSION_HEADER)
             && let Ok(id) = id.to_str()
         {
-            lock(&self.owners).insert(id.to_string(), c.id.clone());
+            lock(&self.owners).insert(id.to_string(), owner.to_string());
         }
         response
     }

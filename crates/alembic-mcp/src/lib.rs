@@ -38,6 +38,7 @@
 pub mod auth;
 mod convert;
 pub mod http;
+mod http_conn;
 mod http_guard;
 pub mod limits;
 pub mod logging;

@@ -1,5 +1,6 @@
 //! Limits of the HTTP server (`[mcp.http]`): request body size, per-caller request rate,
-//! concurrent sessions, idle sessions and slow clients.
+//! concurrent sessions (in all and per caller), open connections (in all and per IP), idle
+//! sessions and connections, and slow clients.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -18,9 +19,20 @@ pub struct HttpLimits {
     pub rate_burst: u32,
     /// Concurrent sessions; a new one past it gets 503.
     pub max_sessions: usize,
+    /// Concurrent sessions of one caller (token, OAuth subject, or client IP without
+    /// authentication); a new one past it gets 429.
+    pub max_sessions_per_caller: usize,
+    /// Open connections, in all and per client IP, before authentication.
+    pub max_connections: usize,
+    pub max_connections_per_ip: usize,
+    /// Time a connection has for its TLS handshake and each request's headers, counted from
+    /// when the server starts waiting (a new or kept-alive connection).
+    pub header_timeout: Duration,
+    /// Browser origins served; any other `Origin` gets 403.
+    pub allowed_origins: Vec<String>,
     /// A session without a request for this long is closed.
     pub idle_timeout: Duration,
-    /// Time a client has to send its headers, and its body.
+    /// Time a client has to send a request body.
     pub read_timeout: Duration,
 }
 
@@ -31,6 +43,12 @@ impl HttpLimits {
             rate_per_minute: c.rate_per_minute,
             rate_burst: c.rate_burst,
             max_sessions: usize::try_from(c.max_sessions).unwrap_or(usize::MAX),
+            max_sessions_per_caller: usize::try_from(c.max_sessions_per_caller)
+                .unwrap_or(usize::MAX),
+            max_connections: usize::try_from(c.max_connections).unwrap_or(usize::MAX),
+            max_connections_per_ip: usize::try_from(c.max_connections_per_ip).unwrap_or(usize::MAX),
+            header_timeout: Duration::from_secs(c.header_timeout_secs),
+            allowed_origins: c.allowed_origins.clone(),
             idle_timeout: Duration::from_secs(c.idle_timeout_secs),
             read_timeout: Duration::from_secs(c.read_timeout_secs),
         }

@@ -108,8 +108,17 @@ pub const DEFAULT_CONFIG: &str = r#"# Alembic project configuration. Every setti
 # Concurrent sessions (503 past it), and seconds without a request before a session closes.
 # max_sessions = 64
 # idle_timeout_secs = 1800
-# Seconds a client may take to send its headers, and its body.
+# Concurrent sessions of one token or OAuth subject (of one IP without authentication; 429 past it).
+# max_sessions_per_caller = 16
+# Open connections before authentication, in all and from one IP (idle ones are closed to make room).
+# max_connections = 512
+# max_connections_per_ip = 256
+# Seconds a connection may take to finish its TLS handshake and request headers (new or kept alive).
+# header_timeout_secs = 10
+# Seconds a client may take to send its request body.
 # read_timeout_secs = 30
+# Browser origins allowed to call the server (403 for any other Origin; no Origin is allowed).
+# allowed_origins = ["https://app.example.com:443", "http://localhost:*"]
 # OAuth 2.1: accept JWTs of this authorization server (RFC 9728 metadata is served).
 # [mcp.http.oauth]
 # issuer = "https://auth.example.com"

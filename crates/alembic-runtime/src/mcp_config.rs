@@ -27,9 +27,23 @@ pub struct McpHttpSection {
     pub rate_burst: u32,
     /// Concurrent sessions; a new session past it is refused with 503.
     pub max_sessions: u32,
+    /// Concurrent sessions of one token or OAuth subject (one client IP without
+    /// authentication), so that one caller cannot take every session; past it, 429.
+    pub max_sessions_per_caller: u32,
+    /// Open TCP connections, and open connections from one IP address, before any
+    /// authentication. At the cap, the oldest connection that has sent nothing yet is closed
+    /// to make room; when none is idle, the new one gets 503 (total) or 429 (per IP).
+    pub max_connections: u32,
+    pub max_connections_per_ip: u32,
+    /// Seconds a connection may stay silent before sending its request headers (a new
+    /// connection, or one kept alive between requests); short, so idle sockets are freed.
+    pub header_timeout_secs: u64,
+    /// Browser origins (`https://app.example:443`, `http://localhost:*`) whose requests are
+    /// served; a request with any other `Origin` gets 403. No `Origin` (not a browser) is served.
+    pub allowed_origins: Vec<String>,
     /// Seconds without a request after which a session is closed.
     pub idle_timeout_secs: u64,
-    /// Seconds a client may take to send its request headers, and its body (slow clients).
+    /// Seconds a client may take to send its request body (slow clients).
     pub read_timeout_secs: u64,
     /// OAuth 2.1 resource server: accept JWTs from this authorization server.
     pub oauth: Option<OAuthSection>,
@@ -42,8 +56,13 @@ impl Default for McpHttpSection {
             rate_per_minute: 600,
             rate_burst: 60,
             max_sessions: 64,
+            max_sessions_per_caller: 16,
+            max_connections: 512,
+            max_connections_per_ip: 256,
+            header_timeout_secs: 10,
             idle_timeout_secs: 30 * 60,
             read_timeout_secs: 30,
+            allowed_origins: Vec::new(),
             oauth: None,
         }
     }
@@ -73,6 +92,16 @@ impl McpHttpSection {
             ("rate_per_minute", u64::from(self.rate_per_minute)),
             ("rate_burst", u64::from(self.rate_burst)),
             ("max_sessions", u64::from(self.max_sessions)),
+            (
+                "max_sessions_per_caller",
+                u64::from(self.max_sessions_per_caller),
+            ),
+            ("max_connections", u64::from(self.max_connections)),
+            (
+                "max_connections_per_ip",
+                u64::from(self.max_connections_per_ip),
+            ),
+            ("header_timeout_secs", self.header_timeout_secs),
             ("idle_timeout_secs", self.idle_timeout_secs),
             ("read_timeout_secs", self.read_timeout_secs),
         ];
@@ -80,6 +109,15 @@ impl McpHttpSection {
             if value == 0 {
                 return Err(format!(
                     "[mcp.http] {key}: expected a whole number >= 1, got 0"
+                ));
+            }
+        }
+        for origin in &self.allowed_origins {
+            if origin != "null"
+                && !(origin.starts_with("https://") || origin.starts_with("http://"))
+            {
+                return Err(format!(
+                    "[mcp.http] allowed_origins: expected origins like \"https://app.example.com:443\" or \"http://localhost:*\", got {origin:?}"
                 ));
             }
         }
@@ -121,6 +159,19 @@ mod tests {
         assert_eq!(
             s.http.validate(),
             Err("[mcp.http.oauth] issuer: expected an http(s) URL, got \"auth.example\"".into())
+        );
+        let s: McpSection = toml::from_str("[http]\nmax_sessions_per_caller = 0\n").unwrap();
+        assert_eq!(
+            s.http.validate(),
+            Err("[mcp.http] max_sessions_per_caller: expected a whole number >= 1, got 0".into())
+        );
+        let s: McpSection = toml::from_str(
+            "[http]\nallowed_origins = [\"http://localhost:*\", \"null\", \"app.example\"]\n",
+        )
+        .unwrap();
+        assert_eq!(
+            s.http.validate(),
+            Err("[mcp.http] allowed_origins: expected origins like \"https://app.example.com:443\" or \"http://localhost:*\", got \"app.example\"".into())
         );
     }
 }

@@ -48,6 +48,11 @@ pub struct ServeArgs {
     /// With --http, also accept this Host header (repeatable; loopback names are always accepted)
     #[arg(long = "allow-host", value_name = "HOST", requires = "http")]
     pub allow_hosts: Vec<String>,
+    /// With --http, also serve browser requests with this Origin, e.g. https://app.example:443
+    /// or http://localhost:* (repeatable, adds to [mcp.http] allowed_origins); requests with
+    /// another Origin get 403, requests without one are served
+    #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
+    pub allow_origins: Vec<String>,
     /// With --http, serve without authentication even on a network address (logs a warning)
     #[arg(long, requires = "http")]
     pub insecure_no_auth: bool,
@@ -102,7 +107,17 @@ fn http_options(
     args: &ServeArgs,
     addr: SocketAddr,
 ) -> anyhow::Result<HttpOptions> {
-    let section = &rt.config.mcp.http;
+    let mut section = rt.config.mcp.http.clone();
+    section
+        .allowed_origins
+        .extend(args.allow_origins.iter().cloned());
+    section.validate().map_err(|e| {
+        UsageError(e.replace(
+            "[mcp.http] allowed_origins",
+            "--allow-origin / [mcp.http] allowed_origins",
+        ))
+    })?;
+    let section = &section;
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => Some(
             alembic_mcp::tls::server_config(cert, key).map_err(|e| UsageError(e.to_string()))?,

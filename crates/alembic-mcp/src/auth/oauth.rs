@@ -1,7 +1,8 @@
 //! The OAuth 2.1 resource-server side of MCP's HTTP authorization: the protected-resource
 //! metadata document (RFC 9728) that points clients to the authorization server, and
 //! validation of that server's JWT access tokens: signature with a key from its JWKS, `iss`,
-//! `aud`, `exp` (and `nbf` when present), and a `sub` to name the caller.
+//! `aud`, `exp` (and `nbf` when present), both with [`CLOCK_SKEW_SECS`] of tolerance, and a
+//! `sub` to name the caller: kept whole, or hashed when long ([`subject_id`]).
 //!
 //! Keys are fetched once and cached. A token signed with a key id the cache does not know
 //! makes the verifier fetch the JWKS again (the server rotated its keys), at most once per
@@ -23,10 +24,12 @@ use tokio::sync::Mutex;
 
 /// The path of the protected-resource metadata (RFC 9728 §3).
 pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
-/// The longest JWT subject kept in a caller id.
+/// The longest JWT subject kept as it is in a caller id; a longer one is hashed.
 const MAX_SUBJECT: usize = 64;
-/// Clock skew tolerated on `exp` and `nbf`, in seconds.
-const LEEWAY_SECS: u64 = 30;
+/// How much of a long subject stays readable before its hash.
+const SUBJECT_PREFIX: usize = 32;
+/// Clock skew tolerated on `exp` and `nbf` alike, in seconds.
+pub const CLOCK_SKEW_SECS: u64 = 60;
 
 /// `[mcp.http.oauth]` as the verifier uses it.
 #[derive(Debug, Clone, PartialEq)]
@@ -147,17 +150,17 @@ impl OAuthVerifier {
         validation.set_issuer(&[&self.settings.issuer]);
         validation.set_audience(&[&self.settings.audience]);
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
-        validation.leeway = LEEWAY_SECS;
+        validation.leeway = CLOCK_SKEW_SECS;
+        validation.validate_nbf = true;
         let data = jsonwebtoken::decode::<Claims>(token, &key, &validation)
             .map_err(|e| token_error(&e))?;
         let Some(sub) = data.claims.sub else {
             return Err("the token has no \"sub\" claim".into());
         };
-        let subject: String = sub.chars().take(MAX_SUBJECT).collect();
-        if subject.is_empty() {
+        if sub.is_empty() {
             return Err("the token's \"sub\" is empty".into());
         }
-        Ok(subject)
+        Ok(subject_id(&sub))
     }
 
     async fn key_for(&self, kid: Option<&str>) -> Result<(DecodingKey, Algorithm), String> {
@@ -256,6 +259,24 @@ impl OAuthVerifier {
     }
 }
 
+/// A subject as it appears in caller ids and audit records: whole when short and printable;
+/// otherwise its first [`SUBJECT_PREFIX`] printable characters, `~` and 16 hex digits of the
+/// SHA-256 of the whole subject, so two subjects never share an id by sharing a prefix.
+pub fn subject_id(sub: &str) -> String {
+    let printable = |c: char| !c.is_control() && c != '~';
+    if sub.chars().count() <= MAX_SUBJECT && sub.chars().all(printable) {
+        return sub.to_string();
+    }
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(sub.as_bytes());
+    let prefix: String = sub
+        .chars()
+        .take(SUBJECT_PREFIX)
+        .map(|c| if printable(c) { c } else { '?' })
+        .collect();
+    format!("{prefix}~{}", &hex::encode(digest)[..16])
+}
+
 fn lookup(cache: &KeyCache, kid: Option<&str>) -> Option<(DecodingKey, Algorithm)> {
     match kid {
         Some(kid) => cache.keys.get(kid).cloned(),
@@ -310,6 +331,23 @@ mod tests {
             jwks_uri: None,
             preset: None,
         })
+    }
+
+    #[test]
+    fn long_or_unprintable_subjects_are_hashed_whole() {
+        assert_eq!(subject_id("user-1"), "user-1");
+        let long_a = format!("{}A", "x".repeat(64));
+        let long_b = format!("{}B", "x".repeat(64));
+        let (a, b) = (subject_id(&long_a), subject_id(&long_b));
+        assert_ne!(a, b, "a shared 64-character prefix is not a shared id");
+        assert!(a.starts_with(&format!("{}~", "x".repeat(32))), "{a}");
+        assert_eq!(a.len(), 32 + 1 + 16);
+        assert_eq!(subject_id(&long_a), a, "stable");
+        // Exactly 64 characters stay whole; a `~` or a control character is hashed, so a
+        // short subject cannot pose as the hashed form of a long one.
+        assert_eq!(subject_id(&"y".repeat(64)), "y".repeat(64));
+        assert_ne!(subject_id(&a), a);
+        assert!(subject_id("bob\nmcp:alice").starts_with("bob?mcp:alice~"));
     }
 
     #[test]

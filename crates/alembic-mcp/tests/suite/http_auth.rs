@@ -24,7 +24,7 @@ fn presets() -> PresetResolver {
 }
 
 /// A server that requires tokens, with `limits`; returns it and the token store on its database.
-async fn token_server(limits: HttpLimits) -> (HttpFixture, Arc<TokenStore>) {
+pub(super) async fn token_server(limits: HttpLimits) -> (HttpFixture, Arc<TokenStore>) {
     let mut test = TestServer::new();
     test.server = test.server.with_presets(presets());
     let store: Arc<std::sync::Mutex<Option<Arc<TokenStore>>>> = Default::default();
@@ -43,19 +43,19 @@ async fn token_server(limits: HttpLimits) -> (HttpFixture, Arc<TokenStore>) {
     (fixture, tokens)
 }
 
-fn client(fixture: &HttpFixture, token: Option<&str>) -> Client {
+pub(super) fn client(fixture: &HttpFixture, token: Option<&str>) -> Client {
     let mut c = Client::new(&fixture.url, "2025-06-18");
     c.bearer = token.map(str::to_string);
     c
 }
 
-fn init_body() -> Value {
+pub(super) fn init_body() -> Value {
     json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "http-test", "version": "1.0"}}})
 }
 
-async fn error_of(resp: reqwest::Response) -> (u16, String, reqwest::header::HeaderMap) {
+pub(super) async fn error_of(resp: reqwest::Response) -> (u16, String, reqwest::header::HeaderMap) {
     let status = resp.status().as_u16();
     let headers = resp.headers().clone();
     let bytes = resp.bytes().await.unwrap();
@@ -74,7 +74,7 @@ async fn error_of(resp: reqwest::Response) -> (u16, String, reqwest::header::Hea
     )
 }
 
-fn header(headers: &reqwest::header::HeaderMap, name: &str) -> String {
+pub(super) fn header(headers: &reqwest::header::HeaderMap, name: &str) -> String {
     headers
         .get(name)
         .map(|v| v.to_str().unwrap().to_string())

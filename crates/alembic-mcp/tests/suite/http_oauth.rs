@@ -252,6 +252,89 @@ async fn tokens_with_a_wrong_claim_or_signature_are_refused_with_the_reason() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_not_valid_yet_is_refused_past_the_clock_skew() {
+    let k1 = signing_key("k1");
+    let auth = AuthServer::start(&[&k1]).await;
+    let fixture = mcp_server(OAuthVerifier::new(auth.settings())).await;
+    let skew = i64::try_from(alembic_mcp::auth::oauth::CLOCK_SKEW_SECS).unwrap();
+    let with_nbf = |nbf: i64| {
+        let mut c = auth.claims("user-1");
+        c["nbf"] = json!(nbf);
+        jwt(&k1, c)
+    };
+    for (nbf, status) in [
+        (now() + 3600, 401),
+        (now() + skew + 120, 401),
+        // Within the skew (the same tolerance as `exp`): a clock a little ahead still works.
+        (now() + skew / 2, 200),
+        (now() - 60, 200),
+    ] {
+        let mut c = Client::new(&fixture.url, "2025-06-18");
+        c.bearer = Some(with_nbf(nbf));
+        let resp = c
+            .send(
+                &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "nbf", "version": "1.0"}}}),
+            )
+            .await;
+        assert_eq!(
+            resp.status().as_u16(),
+            status,
+            "nbf = now + {}",
+            nbf - now()
+        );
+        if status == 401 {
+            let body: Value = resp.json().await.unwrap();
+            assert_eq!(body["error"]["message"], "the token is not valid yet (nbf)");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subjects_sharing_a_64_character_prefix_are_different_callers() {
+    let k1 = signing_key("k1");
+    let auth = AuthServer::start(&[&k1]).await;
+    let mut fixture = mcp_server(OAuthVerifier::new(auth.settings())).await;
+    let prefix = "u".repeat(64);
+    let (sub_a, sub_b) = (format!("{prefix}-alice"), format!("{prefix}-bob"));
+    let mut a = Client::new(&fixture.url, "2025-06-18");
+    a.bearer = Some(jwt(&k1, auth.claims(&sub_a)));
+    a.initialize().await;
+    let (r, _) = a
+        .request(&call(json!(2), "echo_text", json!({"text": "a"})))
+        .await;
+    assert_eq!(r["result"]["structuredContent"], json!({"echo": "a"}));
+    let id_a = fixture.audited().await.caller;
+    // B, in A's session, is a stranger to it.
+    let mut b = Client::new(&fixture.url, "2025-06-18");
+    b.bearer = Some(jwt(&k1, auth.claims(&sub_b)));
+    b.session = a.session.clone();
+    let resp = b
+        .send(&call(json!(3), "echo_text", json!({"text": "b"})))
+        .await;
+    assert_eq!(resp.status().as_u16(), 404, "B must not use A's session");
+    b.session = None;
+    b.initialize().await;
+    let (r, _) = b
+        .request(&call(json!(4), "echo_text", json!({"text": "b"})))
+        .await;
+    assert_eq!(r["result"]["structuredContent"], json!({"echo": "b"}));
+    let id_b = fixture.audited().await.caller;
+    assert_ne!(id_a, id_b, "two subjects, two audit identities");
+    for (id, sub) in [(&id_a, &sub_a), (&id_b, &sub_b)] {
+        assert_eq!(
+            id,
+            &format!("mcp:oauth:{}", alembic_mcp::auth::oauth::subject_id(sub))
+        );
+        assert!(
+            id.starts_with(&format!("mcp:oauth:{}~", &prefix[..32])),
+            "{id}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rotated_key_is_fetched_on_its_first_use() {
     let (k1, k2) = (signing_key("k1"), signing_key("k2"));
     let auth = AuthServer::start(&[&k1]).await;

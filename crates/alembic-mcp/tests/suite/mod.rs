@@ -3,6 +3,7 @@ mod cancel_progress;
 mod forge_recursion;
 mod fuzz_tools;
 mod http;
+mod http_abuse;
 mod http_auth;
 mod http_oauth;
 mod skill_links;
