@@ -51,6 +51,22 @@ pub fn allowed_hosts(bound: SocketAddr, extra: &[String]) -> Vec<String> {
     hosts
 }
 
+/// Browser origins served: the configured ones plus the server's own origin under its
+/// loopback names (`http(s)://localhost:PORT` and the like), which a DNS-rebinding page on
+/// another host or port can never claim. The MCP conformance suite expects a local server to
+/// accept its own origin.
+pub fn allowed_origins(bound: SocketAddr, configured: &[String]) -> Vec<String> {
+    let port = bound.port();
+    let mut origins: Vec<String> = ["http", "https"]
+        .iter()
+        .flat_map(|scheme| {
+            ["localhost", "127.0.0.1", "[::1]"].map(|host| format!("{scheme}://{host}:{port}"))
+        })
+        .collect();
+    origins.extend(configured.iter().cloned());
+    origins
+}
+
 fn host_literal(ip: IpAddr) -> String {
     match ip {
         IpAddr::V4(v4) => v4.to_string(),
@@ -174,7 +190,7 @@ fn router(
     // refused, and clients that send no Origin (not browsers) are served.
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(allowed_hosts(bound, &options.extra_hosts))
-        .with_allowed_origins(options.limits.allowed_origins.clone())
+        .with_allowed_origins(allowed_origins(bound, &options.limits.allowed_origins))
         .enforce_origin_validation()
         .with_cancellation_token(shutdown.child_token());
     let mut sessions = LocalSessionManager::default();

@@ -290,6 +290,18 @@ async fn browser_origins_are_refused_unless_allowed() {
     ] {
         assert_eq!(with_origin(&fixture, Some(evil)).await, 403, "{evil}");
     }
+    // The server's own origin under a loopback name is served; another local port is not.
+    let port: u16 = addr(&fixture)
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .unwrap();
+    for host in ["localhost", "127.0.0.1", "[::1]"] {
+        let own = format!("http://{host}:{port}");
+        assert_eq!(with_origin(&fixture, Some(&own)).await, 200, "{own}");
+        let other = format!("http://{host}:{}", port.wrapping_add(1));
+        assert_eq!(with_origin(&fixture, Some(&other)).await, 403, "{other}");
+    }
     let limits = HttpLimits {
         allowed_origins: vec![
             "http://app.example:*".into(),
