@@ -34,7 +34,9 @@ pub mod config;
 pub mod llm_provider;
 pub mod mcp_config;
 pub mod memory_config;
+pub mod project_guard;
 mod rebuild;
+pub mod retract;
 pub mod team_config;
 
 use std::path::{Path, PathBuf};
@@ -55,6 +57,11 @@ pub const CLI_CALLER: &str = "cli";
 pub enum RuntimeError {
     #[error("project directory {path} does not exist or is not a directory")]
     NoProject { path: PathBuf },
+    #[error("{}", project_guard::explain(path, *why))]
+    NotAProject {
+        path: PathBuf,
+        why: project_guard::NotAProject,
+    },
     #[error(transparent)]
     Config(#[from] ConfigError),
     #[error(transparent)]
@@ -210,6 +217,20 @@ pub fn register_builtin_tools(
 }
 
 impl ProjectRuntime {
+    /// [`ProjectRuntime::open`] for a command a person or an IDE started: refuses a directory
+    /// that is no project ([`project_guard::require_project`]) before anything is written.
+    pub fn open_command(root: &Path) -> Result<Self, RuntimeError> {
+        project_guard::require_project(root)?;
+        Self::open(root)
+    }
+
+    /// [`ProjectRuntime::inspect`] for a command: refuses a directory that is no project, as
+    /// [`ProjectRuntime::open_command`] does.
+    pub fn inspect_command(root: &Path) -> Result<Self, RuntimeError> {
+        project_guard::require_project(root)?;
+        Self::inspect(root)
+    }
+
     /// Opens a project for inspection only: no audit log is opened and nothing is written.
     pub fn inspect(root: &Path) -> Result<Self, RuntimeError> {
         let root = project_root(root)?;
@@ -284,10 +305,17 @@ impl ProjectRuntime {
         self.pipeline_builder().build()
     }
 
-    /// The builder, for callers that add their own middlewares (the agent loop, MCP).
+    /// The builder, for callers that add their own middlewares (the agent loop, MCP). Every
+    /// pipeline retracts the memories derived from an entry a reviewer rejects or deprecates
+    /// ([`retract`]).
     pub fn pipeline_builder(&self) -> alembic_tools::PipelineBuilder {
+        let retract = retract::RetractDerivedMemories::new(
+            Arc::clone(&self.services.knowledge),
+            Arc::clone(&self.services.memory),
+        );
         let mut b = Pipeline::builder(Arc::clone(&self.registry), self.root.clone())
-            .safety(Arc::clone(&self.safety));
+            .safety(Arc::clone(&self.safety))
+            .middleware(Arc::new(retract));
         if let Some(secs) = self.config.tools.timeout_secs {
             b = b.default_timeout(Duration::from_secs(secs.max(1)));
         }

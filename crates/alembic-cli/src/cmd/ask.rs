@@ -71,7 +71,7 @@ pub(crate) fn open_agent(
     };
     let config = load_provider_config(&overrides).map_err(usage)?;
     let provider = build_provider(config)?;
-    let rt = ProjectRuntime::open(project)?;
+    let rt = ProjectRuntime::open_command(project)?;
     let options = AgentOptions {
         stream,
         run_timeout: (model.timeout > 0).then(|| Duration::from_secs(model.timeout)),

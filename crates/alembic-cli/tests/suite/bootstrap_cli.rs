@@ -28,6 +28,8 @@ fn planted() -> (tempfile::TempDir, PathBuf) {
     let fixture =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../alembic-bootstrap/tests/fixtures/planted");
     copy_dir(&fixture, &root);
+    // A project marker: alembic refuses a directory that is none.
+    std::fs::create_dir_all(root.join(".alembic")).unwrap();
     (dir, root)
 }
 
