@@ -22,7 +22,7 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-fn planted() -> (tempfile::TempDir, PathBuf) {
+pub(super) fn planted() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("planted");
     let fixture =

@@ -6,6 +6,7 @@ mod forge_cli;
 mod hostile_corpus;
 mod index_cli;
 mod knowledge_cli;
+mod knowledge_review_cli;
 mod knowledge_team_cli;
 mod mcp_conformance;
 mod mcp_http_cli;
