@@ -318,3 +318,105 @@ fn an_export_with_nothing_published_writes_no_file_and_points_at_review() {
         assert!(!root.join(file).exists(), "{file} was written");
     }
 }
+
+/// Sends `requests` (JSON-RPC lines) to one `alembic mcp` stdio session and returns the
+/// answers by id, once every request with an id has one.
+fn mcp_session(root: &Path, requests: &[Value]) -> std::collections::BTreeMap<i64, Value> {
+    use std::io::{BufRead as _, Write as _};
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("alembic"))
+        .args(["mcp", "--preset", "all"])
+        .current_dir(root)
+        .env("ALEMBIC_LOG", "off")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut answers = std::collections::BTreeMap::new();
+    // One request at a time: each answer arrives before the next request is sent.
+    for request in requests {
+        stdin.write_all(format!("{request}\n").as_bytes()).unwrap();
+        stdin.flush().unwrap();
+        let Some(id) = request["id"].as_i64() else {
+            continue;
+        };
+        loop {
+            let line = lines.next().unwrap().unwrap();
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v["id"].as_i64() == Some(id) {
+                answers.insert(id, v);
+                break;
+            }
+        }
+    }
+    drop(stdin);
+    child.wait().unwrap();
+    answers
+}
+
+#[test]
+fn a_rejection_over_mcp_leaves_the_memories_resource_and_later_recalls() {
+    let (_dir, root, candidates) = bootstrapped();
+    let (id, _) = &candidates[0];
+    let gone = description(&root, id);
+    let call = |n: i64, name: &str, arguments: Value| {
+        serde_json::json!({"jsonrpc": "2.0", "id": n, "method": "tools/call",
+                           "params": {"name": name, "arguments": arguments}})
+    };
+    let read = |n: i64| {
+        serde_json::json!({"jsonrpc": "2.0", "id": n, "method": "resources/read",
+                           "params": {"uri": "alembic://memories/project"}})
+    };
+    let answers = mcp_session(
+        &root,
+        &[
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "review", "version": "0"}}}),
+            serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            read(2),
+            call(
+                3,
+                "memory_recall",
+                serde_json::json!({"query": gone, "k": 20}),
+            ),
+            call(
+                4,
+                "reject_candidate",
+                serde_json::json!({"candidateId": id, "reason": "false claim"}),
+            ),
+            read(5),
+            call(
+                6,
+                "memory_recall",
+                serde_json::json!({"query": gone, "k": 20}),
+            ),
+        ],
+    );
+    let line = format!("- {gone}");
+    let shows = |n: i64| answers[&n]["result"].to_string().contains(&line);
+    assert!(answers[&4]["result"]["isError"] != true, "{}", answers[&4]);
+    assert!(shows(2), "{}", answers[&2]);
+    assert!(shows(3), "{}", answers[&3]);
+    assert!(!shows(5), "{}", answers[&5]);
+    assert!(!shows(6), "{}", answers[&6]);
+    // A later session recalls it no more either.
+    let later = mcp_session(
+        &root,
+        &[
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "review", "version": "0"}}}),
+            serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            call(
+                2,
+                "memory_recall",
+                serde_json::json!({"query": gone, "k": 20}),
+            ),
+        ],
+    );
+    assert!(later[&2]["result"].is_object(), "{}", later[&2]);
+    assert!(!later[&2]["result"].to_string().contains(&line));
+}
