@@ -322,8 +322,10 @@ fn an_export_with_nothing_published_writes_no_file_and_points_at_review() {
 /// Sends `requests` (JSON-RPC lines) to one `alembic mcp` stdio session and returns the
 /// answers by id, once every request with an id has one.
 fn mcp_session(root: &Path, requests: &[Value]) -> std::collections::BTreeMap<i64, Value> {
+    use assert_cmd::cargo::CommandCargoExt as _;
     use std::io::{BufRead as _, Write as _};
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("alembic"))
+    let mut child = std::process::Command::cargo_bin("alembic")
+        .unwrap()
         .args(["mcp", "--preset", "all"])
         .current_dir(root)
         .env("ALEMBIC_LOG", "off")

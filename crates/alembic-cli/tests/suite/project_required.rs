@@ -114,11 +114,11 @@ fn a_vcs_root_above_or_a_project_file_makes_a_project() {
     // A subdirectory of a git checkout (the VCS root is inherited).
     let sub = dir.path().join("repo/src/deep");
     std::fs::create_dir_all(&sub).unwrap();
-    std::process::Command::new("git")
+    assert_cmd::Command::new("git")
         .args(["init", "-q"])
         .current_dir(dir.path().join("repo"))
-        .status()
-        .unwrap();
+        .assert()
+        .success();
     alembic(&sub).args(["index", "--json"]).assert().success();
     // Each kind of marker file, and a .NET project found by its extension.
     for marker in [
