@@ -28,7 +28,10 @@ struct Cli {
 /// Options shared by commands that work on a project.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ProjectArgs {
-    /// Project root (defaults to the current directory)
+    /// Project root (defaults to the current directory). It must have .alembic/, a
+    /// version-control root (.git, .hg, .svn, .jj) in it or above it, or a project file
+    /// (Cargo.toml, package.json, ...); the home directory needs .alembic/. `alembic init`
+    /// makes any directory a project
     #[arg(long, value_name = "DIR", default_value = ".")]
     pub project: PathBuf,
 }

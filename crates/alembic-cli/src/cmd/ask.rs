@@ -61,6 +61,8 @@ pub(crate) fn open_agent(
     model: &ModelArgs,
     stream: bool,
 ) -> anyhow::Result<(AgentRuntime, ProjectRuntime)> {
+    // Not a project: say so first, whatever the provider settings.
+    alembic_runtime::project_guard::require_project(project)?;
     let provider = match model.provider.as_deref() {
         Some(p) => Some(p.parse::<ProviderKind>().map_err(usage)?),
         None => None,

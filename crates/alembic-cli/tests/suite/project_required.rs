@@ -37,6 +37,11 @@ const COMMANDS: &[&[&str]] = &[
     &["mcp", "--http", "127.0.0.1:0"],
     &["mcp", "token", "list"],
     &["forge", "list"],
+    &["safety", "check-command", "ls"],
+    &["knowledge", "approve", "--all", "--yes"],
+    &["team", "status"],
+    &["ask", "what is this"],
+    &["chat"],
 ];
 
 fn assert_refused(cwd: &Path, args: &[&str], expect: &str) {
