@@ -257,17 +257,24 @@ impl ProjectRuntime {
     /// Opens a project to run tools: as [`ProjectRuntime::inspect`], plus the audit log
     /// (creating `.alembic/alembic.db` when needed). `.alembic/` always gets the
     /// `.gitignore` that `alembic init` writes, so the database never shows up as untracked.
+    /// With `ALEMBIC_STATE_DIR` set the database is created beneath it instead and nothing
+    /// is written in the checkout ([`alembic_store::local_state_dir`]).
     pub fn open(root: &Path) -> Result<Self, RuntimeError> {
         let absolute = project_root(root)?;
-        let state = absolute.join(alembic_store::STATE_DIR);
-        alembic_store::layout::state_dir(&absolute).map_err(|e| RuntimeError::Layout {
-            path: state.clone(),
-            message: e.to_string(),
-        })?;
-        alembic_store::layout::ensure_gitignore(&absolute).map_err(|e| RuntimeError::Layout {
-            path: state.join(".gitignore"),
-            message: e.to_string(),
-        })?;
+        // With ALEMBIC_STATE_DIR set the database lives there and the checkout is not written.
+        if alembic_store::state_dir_override().is_none() {
+            let state = absolute.join(alembic_store::STATE_DIR);
+            alembic_store::layout::state_dir(&absolute).map_err(|e| RuntimeError::Layout {
+                path: state.clone(),
+                message: e.to_string(),
+            })?;
+            alembic_store::layout::ensure_gitignore(&absolute).map_err(|e| {
+                RuntimeError::Layout {
+                    path: state.join(".gitignore"),
+                    message: e.to_string(),
+                }
+            })?;
+        }
         let mut rt = Self::inspect(root)?;
         rt.audit = Some(Arc::new(AuditLog::open_project(&rt.root)?));
         Ok(rt)

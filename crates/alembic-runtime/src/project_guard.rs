@@ -64,6 +64,12 @@ pub fn require_project(root: &Path) -> Result<(), RuntimeError> {
     let absolute = std::path::absolute(root).map_err(|_| RuntimeError::NoProject {
         path: root.to_path_buf(),
     })?;
+    // A checkout whose state already lives beneath ALEMBIC_STATE_DIR is a project.
+    if alembic_store::state_dir_override().is_some()
+        && alembic_store::local_state_dir(&absolute).is_dir()
+    {
+        return Ok(());
+    }
     match classify(&absolute, home_dir().as_deref()) {
         None => Ok(()),
         Some(why) => Err(RuntimeError::NotAProject {

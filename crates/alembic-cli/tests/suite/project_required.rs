@@ -153,3 +153,50 @@ fn a_vcs_root_above_or_a_project_file_makes_a_project() {
     assert_refused(&child, &["index"], "does not look like a project");
     assert!(tree(&child).is_empty());
 }
+
+#[test]
+fn a_read_only_checkout_keeps_its_state_beneath_alembic_state_dir() {
+    let dir = tempfile::tempdir().unwrap();
+    let checkout = dir.path().join("checkout");
+    let state = dir.path().join("state");
+    std::fs::create_dir_all(checkout.join("src")).unwrap();
+    std::fs::write(checkout.join("Cargo.toml"), "[package]\nname = \"c\"\n").unwrap();
+    std::fs::write(checkout.join("src/lib.rs"), "pub fn retry() {}\n").unwrap();
+    let before = tree(&checkout);
+    let run = |args: &[&str]| {
+        let out = alembic(&checkout)
+            .env("ALEMBIC_STATE_DIR", &state)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    run(&["memory", "add", "retry lives in src/lib.rs"]);
+    run(&["index", "--json"]);
+    run(&["bootstrap", "--no-llm", "--json"]);
+    run(&["knowledge", "list", "--json"]);
+    assert!(run(&["memory", "list", "--json"]).contains("retry lives in src/lib.rs"));
+    assert!(run(&["audit", "tail", "--json"]).contains("memory_remember"));
+    // Nothing was written in the checkout; the database is in the checkout's own directory.
+    assert_eq!(tree(&checkout), before);
+    let dirs: Vec<_> = std::fs::read_dir(&state).unwrap().flatten().collect();
+    assert_eq!(dirs.len(), 1);
+    assert!(dirs[0].path().join("alembic.db").is_file());
+    assert!(
+        dirs[0]
+            .file_name()
+            .to_string_lossy()
+            .starts_with("checkout-")
+    );
+    // Without the variable the same checkout has none of that state.
+    let out = alembic(&checkout)
+        .args(["memory", "list", "--json"])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("retry lives"));
+}
