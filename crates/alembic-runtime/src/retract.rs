@@ -70,10 +70,19 @@ impl RetractDerivedMemories {
     }
 }
 
-/// The dimension and the line key of a bootstrap entry: the finding's summary, which is the
-/// entry's description (the first 200 characters of it on the deterministic path) or, when
-/// that is empty, the first line of its content (the LLM path's fallback).
-fn derived_from(e: &Entry) -> Option<(String, String)> {
+/// What identifies a finding's line in its dimension's memory.
+struct FindingKey {
+    /// The finding's summary: the entry's description (the first 200 characters of it on
+    /// the deterministic path) or, when that is empty, the first line of its content (the
+    /// LLM path's fallback).
+    summary: String,
+    /// The line's ` [file:line]` suffix, from the entry's first evidence place: it still
+    /// finds the line after a reviewer edited the summary.
+    place: Option<String>,
+}
+
+/// The dimension and the line key of a bootstrap entry; `None` for any other entry.
+fn derived_from(e: &Entry) -> Option<(String, FindingKey)> {
     let from_bootstrap = e.extra.get("source").and_then(|v| v.as_str()) == Some("bootstrap")
         || e.tags.iter().any(|t| t == "bootstrap");
     if !from_bootstrap {
@@ -89,27 +98,46 @@ fn derived_from(e: &Entry) -> Option<(String, String)> {
                 .iter()
                 .find_map(|t| t.strip_prefix("dimension:").map(str::to_owned))
         })?;
-    let key = match e.description.trim() {
+    let summary = match e.description.trim() {
         "" => e.content.lines().next().unwrap_or("").trim().to_owned(),
         d => d.to_owned(),
     };
-    (!key.is_empty()).then_some((dimension, key))
+    let place = e
+        .extra
+        .get("evidence")
+        .and_then(|v| v.get(0))
+        .and_then(|p| Some(format!("[{}:{}]", p.get("file")?.as_str()?, p.get("line")?)));
+    Some((dimension, FindingKey { summary, place }))
 }
 
-/// `content` without the finding lines that start with `key`: `None` when no line matched,
-/// an empty string when no finding is left (the header alone says nothing).
-fn without_finding(content: &str, key: &str) -> Option<String> {
-    let is_finding = |l: &str| l.trim_start().starts_with("- ");
-    let matches = |l: &str| {
-        l.trim_start()
-            .strip_prefix("- ")
-            .is_some_and(|body| body.trim_start().starts_with(key))
-    };
-    if !content.lines().any(matches) {
-        return None;
+/// `content` without the finding lines of `key`: `None` when no line matched, an empty
+/// string when no finding is left (the header alone says nothing). Lines match by summary;
+/// when none does, by evidence place, and only when exactly one line has it.
+fn without_finding(content: &str, key: &FindingKey) -> Option<String> {
+    fn body(l: &str) -> Option<&str> {
+        l.trim_start().strip_prefix("- ").map(str::trim_start)
     }
-    let kept: Vec<&str> = content.lines().filter(|l| !matches(l)).collect();
-    if !kept.iter().any(|l| is_finding(l)) {
+    let by_summary = |l: &str| {
+        !key.summary.is_empty() && body(l).is_some_and(|b| b.starts_with(key.summary.as_str()))
+    };
+    let by_place = |l: &str| {
+        key.place
+            .as_deref()
+            .is_some_and(|p| body(l).is_some_and(|b| b.trim_end().ends_with(p)))
+    };
+    let drop: Vec<bool> = if content.lines().any(by_summary) {
+        content.lines().map(by_summary).collect()
+    } else if content.lines().filter(|l| by_place(l)).count() == 1 {
+        content.lines().map(by_place).collect()
+    } else {
+        return None;
+    };
+    let kept: Vec<&str> = content
+        .lines()
+        .zip(drop)
+        .filter_map(|(l, d)| (!d).then_some(l))
+        .collect();
+    if !kept.iter().any(|l| body(l).is_some()) {
         return Some(String::new());
     }
     Some(kept.join("\n"))
@@ -155,19 +183,46 @@ impl Middleware for RetractDerivedMemories {
 
 #[cfg(test)]
 mod tests {
-    use super::without_finding;
+    use super::{FindingKey, without_finding};
+
+    fn key(summary: &str, place: Option<&str>) -> FindingKey {
+        FindingKey {
+            summary: summary.into(),
+            place: place.map(Into::into),
+        }
+    }
 
     #[test]
     fn only_the_lines_of_the_finding_leave_and_an_empty_memory_is_dropped() {
         let memory = "Architecture (bootstrap):\n- Modules form a cycle a <-> b [src/a.rs:3]\n- Layers: core, api [src/lib.rs:1]";
         assert_eq!(
-            without_finding(memory, "Modules form a cycle").as_deref(),
+            without_finding(memory, &key("Modules form a cycle", None)).as_deref(),
             Some("Architecture (bootstrap):\n- Layers: core, api [src/lib.rs:1]")
         );
-        assert_eq!(without_finding(memory, "Nothing like this"), None);
+        assert_eq!(
+            without_finding(memory, &key("Nothing like this", None)),
+            None
+        );
         let one = "Architecture (bootstrap):\n- Layers: core, api [src/lib.rs:1]";
-        assert_eq!(without_finding(one, "Layers").as_deref(), Some(""));
+        assert_eq!(
+            without_finding(one, &key("Layers", None)).as_deref(),
+            Some("")
+        );
         // The header is no finding: a key that only the header starts with matches nothing.
-        assert_eq!(without_finding(one, "Architecture"), None);
+        assert_eq!(without_finding(one, &key("Architecture", None)), None);
+    }
+
+    #[test]
+    fn an_edited_summary_is_found_by_its_evidence_place_when_that_is_unambiguous() {
+        let memory = "Idioms (bootstrap):\n- guard statements [a.swift:11]\n- weak refs [a.swift:8]\n- lazy vars [a.swift:8]";
+        assert_eq!(
+            without_finding(memory, &key("Exit early with guard", Some("[a.swift:11]"))).as_deref(),
+            Some("Idioms (bootstrap):\n- weak refs [a.swift:8]\n- lazy vars [a.swift:8]")
+        );
+        // Two lines cite the same place: neither is guessed.
+        assert_eq!(
+            without_finding(memory, &key("Edited", Some("[a.swift:8]"))),
+            None
+        );
     }
 }

@@ -1,4 +1,4 @@
-//! `alembic knowledge list|show|search|stats|approve|reject|publish|deprecate|export|guard-overrides`
+//! `alembic knowledge list|show|search|stats|review|approve|reject|publish|deprecate|export|guard-overrides`
 //!
 //! Reads and reviews the project's knowledge base (`.alembic/alembic.db`). Agents propose
 //! candidates with `submit_knowledge`; a person reviews them here: approve or reject a
@@ -12,6 +12,7 @@
 mod bulk;
 mod export;
 mod overrides;
+mod review;
 
 use alembic_runtime::ProjectRuntime;
 use alembic_runtime::knowledge::{
@@ -37,6 +38,9 @@ pub enum KnowledgeCommand {
     Search(SearchArgs),
     /// Counts by status, kind and language, edges, proposals, guard checks
     Stats(JsonArgs),
+    /// Review candidates one at a time with their evidence lines: approve, reject with a
+    /// reason, edit, publish, skip or quit (one key per line on stdin)
+    Review(review::ReviewArgs),
     /// Approve submitted candidates (ids, or --all / --dimension / --status with a confirmation)
     Approve(MoveArgs),
     /// Reject candidates (a --reason is required); their bootstrap memories are retracted
@@ -123,6 +127,7 @@ pub fn run(cmd: KnowledgeCommand) -> CmdResult {
         KnowledgeCommand::Show(a) => show(a),
         KnowledgeCommand::Search(a) => search(a),
         KnowledgeCommand::Stats(a) => stats(a),
+        KnowledgeCommand::Review(a) => review::run(a),
         KnowledgeCommand::Approve(a) => mv(a, Status::Approved),
         KnowledgeCommand::Reject(a) => mv(a, Status::Rejected),
         KnowledgeCommand::Publish(a) => mv(a, Status::Published),

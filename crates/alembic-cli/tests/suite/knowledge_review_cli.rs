@@ -422,3 +422,52 @@ fn a_rejection_over_mcp_leaves_the_memories_resource_and_later_recalls() {
     assert!(later[&2]["result"].is_object(), "{}", later[&2]);
     assert!(!later[&2]["result"].to_string().contains(&line));
 }
+
+#[test]
+fn review_walks_the_candidates_with_their_evidence_and_one_key_each() {
+    let (_dir, root, candidates) = bootstrapped();
+    let dim = candidates
+        .iter()
+        .map(|(_, d)| d)
+        .find(|d| candidates.iter().filter(|(_, x)| x == *d).count() >= 3)
+        .unwrap()
+        .clone();
+    let ids: Vec<String> = candidates
+        .iter()
+        .filter(|(_, d)| *d == dim)
+        .map(|(id, _)| id.clone())
+        .collect();
+    let edited_summary = description(&root, &ids[1]);
+    // Oldest first: skip the first, edit then reject the second (a blank reason is refused
+    // first), then a bad key and publish for the third.
+    let keys = "s\ne\nEdited title\nEdited summary\nr\n\nr\nnot what the code does\nx\np\n";
+    let out = alembic(&root)
+        .args(["knowledge", "review", "--dimension", &dim, "--json"])
+        .write_stdin(keys)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let tally: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(tally["candidates"], ids.len());
+    assert_eq!(tally["skipped"], serde_json::json!([ids[0]]));
+    assert_eq!(tally["edited"], serde_json::json!([ids[1]]));
+    assert_eq!(tally["rejected"], serde_json::json!([ids[1]]));
+    assert_eq!(tally["published"], serde_json::json!([ids[2]]));
+    // The flow showed each candidate's cited lines, refused a blank reason and a bad key.
+    assert!(stderr.contains("evidence:"), "{stderr}");
+    assert!(
+        stderr.contains("a reason is required to reject"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("unknown key \"x\""), "{stderr}");
+    let shown = json_out(&root, &["knowledge", "show", &ids[1], "--json"]);
+    assert_eq!(shown["entry"]["title"], "Edited title");
+    assert_eq!(shown["entry"]["status"], "rejected");
+    // The edit kept bootstrap's evidence, so the rejection still found the memory line.
+    assert!(shown["entry"]["extra"]["evidence"].is_array(), "{shown}");
+    assert!(!recalled(&root, &edited_summary), "{:?}", memories(&root));
+    let published = json_out(&root, &["knowledge", "show", &ids[2], "--json"]);
+    assert_eq!(published["entry"]["status"], "published");
+    assert_eq!(ids_in(&root, "submitted").contains(&ids[0]), true);
+}

@@ -144,7 +144,7 @@ fn select(rt: &ProjectRuntime, s: &SelectArgs, to: Status) -> anyhow::Result<Vec
 }
 
 /// Whether `e` belongs to bootstrap dimension `d` (its tag or its recorded dimension id).
-fn in_dimension(e: &Entry, d: &str) -> bool {
+pub(super) fn in_dimension(e: &Entry, d: &str) -> bool {
     let tag = format!("dimension:{d}");
     e.tags.iter().any(|t| t.eq_ignore_ascii_case(&tag))
         || e.extra
