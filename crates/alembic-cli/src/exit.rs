@@ -55,6 +55,6 @@ fn is_usage(err: &anyhow::Error) -> bool {
     err.downcast_ref::<UsageError>().is_some()
         || matches!(
             err.downcast_ref::<R>(),
-            Some(R::NoProject { .. } | R::Config(_) | R::Preset(_))
+            Some(R::NoProject { .. } | R::NotAProject { .. } | R::Config(_) | R::Preset(_))
         )
 }

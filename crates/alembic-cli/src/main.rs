@@ -18,7 +18,10 @@ use crate::exit::Exit;
     about = "Tool runtime and memory for AI coding agents",
     long_about = "Alembic runs tools for AI coding agents safely (allowlists, path confinement, command policy, \
                   audit log) and keeps what they learn about a codebase across sessions.\n\n\
-                  Exit codes: 0 ok, 1 tool error, 2 usage or validation error, 3 refused by policy."
+                  Exit codes: 0 ok, 1 tool error, 2 usage or validation error, 3 refused by policy.\n\n\
+                  Environment: ALEMBIC_STATE_DIR=DIR keeps each project's database (knowledge, memories, \
+                  code index, audit log) in its own directory beneath DIR instead of .alembic/, so a \
+                  read-only checkout can be used; ALEMBIC_LOG sets the log level (warn)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -28,7 +31,10 @@ struct Cli {
 /// Options shared by commands that work on a project.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ProjectArgs {
-    /// Project root (defaults to the current directory)
+    /// Project root (defaults to the current directory). It must have .alembic/, a
+    /// version-control root (.git, .hg, .svn, .jj) in it or above it, or a project file
+    /// (Cargo.toml, package.json, ...); the home directory needs .alembic/. `alembic init`
+    /// makes any directory a project
     #[arg(long, value_name = "DIR", default_value = ".")]
     pub project: PathBuf,
 }

@@ -34,7 +34,9 @@ pub mod config;
 pub mod llm_provider;
 pub mod mcp_config;
 pub mod memory_config;
+pub mod project_guard;
 mod rebuild;
+pub mod retract;
 pub mod team_config;
 
 use std::path::{Path, PathBuf};
@@ -55,6 +57,11 @@ pub const CLI_CALLER: &str = "cli";
 pub enum RuntimeError {
     #[error("project directory {path} does not exist or is not a directory")]
     NoProject { path: PathBuf },
+    #[error("{}", project_guard::explain(path, *why))]
+    NotAProject {
+        path: PathBuf,
+        why: project_guard::NotAProject,
+    },
     #[error(transparent)]
     Config(#[from] ConfigError),
     #[error(transparent)]
@@ -210,6 +217,20 @@ pub fn register_builtin_tools(
 }
 
 impl ProjectRuntime {
+    /// [`ProjectRuntime::open`] for a command a person or an IDE started: refuses a directory
+    /// that is no project ([`project_guard::require_project`]) before anything is written.
+    pub fn open_command(root: &Path) -> Result<Self, RuntimeError> {
+        project_guard::require_project(root)?;
+        Self::open(root)
+    }
+
+    /// [`ProjectRuntime::inspect`] for a command: refuses a directory that is no project, as
+    /// [`ProjectRuntime::open_command`] does.
+    pub fn inspect_command(root: &Path) -> Result<Self, RuntimeError> {
+        project_guard::require_project(root)?;
+        Self::inspect(root)
+    }
+
     /// Opens a project for inspection only: no audit log is opened and nothing is written.
     pub fn inspect(root: &Path) -> Result<Self, RuntimeError> {
         let root = project_root(root)?;
@@ -236,17 +257,24 @@ impl ProjectRuntime {
     /// Opens a project to run tools: as [`ProjectRuntime::inspect`], plus the audit log
     /// (creating `.alembic/alembic.db` when needed). `.alembic/` always gets the
     /// `.gitignore` that `alembic init` writes, so the database never shows up as untracked.
+    /// With `ALEMBIC_STATE_DIR` set the database is created beneath it instead and nothing
+    /// is written in the checkout ([`alembic_store::local_state_dir`]).
     pub fn open(root: &Path) -> Result<Self, RuntimeError> {
         let absolute = project_root(root)?;
-        let state = absolute.join(alembic_store::STATE_DIR);
-        alembic_store::layout::state_dir(&absolute).map_err(|e| RuntimeError::Layout {
-            path: state.clone(),
-            message: e.to_string(),
-        })?;
-        alembic_store::layout::ensure_gitignore(&absolute).map_err(|e| RuntimeError::Layout {
-            path: state.join(".gitignore"),
-            message: e.to_string(),
-        })?;
+        // With ALEMBIC_STATE_DIR set the database lives there and the checkout is not written.
+        if alembic_store::state_dir_override().is_none() {
+            let state = absolute.join(alembic_store::STATE_DIR);
+            alembic_store::layout::state_dir(&absolute).map_err(|e| RuntimeError::Layout {
+                path: state.clone(),
+                message: e.to_string(),
+            })?;
+            alembic_store::layout::ensure_gitignore(&absolute).map_err(|e| {
+                RuntimeError::Layout {
+                    path: state.join(".gitignore"),
+                    message: e.to_string(),
+                }
+            })?;
+        }
         let mut rt = Self::inspect(root)?;
         rt.audit = Some(Arc::new(AuditLog::open_project(&rt.root)?));
         Ok(rt)
@@ -284,10 +312,17 @@ impl ProjectRuntime {
         self.pipeline_builder().build()
     }
 
-    /// The builder, for callers that add their own middlewares (the agent loop, MCP).
+    /// The builder, for callers that add their own middlewares (the agent loop, MCP). Every
+    /// pipeline retracts the memories derived from an entry a reviewer rejects or deprecates
+    /// ([`retract`]).
     pub fn pipeline_builder(&self) -> alembic_tools::PipelineBuilder {
+        let retract = retract::RetractDerivedMemories::new(
+            Arc::clone(&self.services.knowledge),
+            Arc::clone(&self.services.memory),
+        );
         let mut b = Pipeline::builder(Arc::clone(&self.registry), self.root.clone())
-            .safety(Arc::clone(&self.safety));
+            .safety(Arc::clone(&self.safety))
+            .middleware(Arc::new(retract));
         if let Some(secs) = self.config.tools.timeout_secs {
             b = b.default_timeout(Duration::from_secs(secs.max(1)));
         }

@@ -92,14 +92,75 @@ pub struct Migration {
     pub sql: &'static str,
 }
 
-/// Path of the project database for a project root.
-pub fn project_db_path(root: &Path) -> PathBuf {
-    root.join(STATE_DIR).join(DB_FILE)
+/// Environment variable that moves a project's local state (the database: knowledge,
+/// memories, code index, audit log) out of the checkout, for a read-only one. Each project
+/// gets its own directory beneath it ([`external_state_dir`]); config, skills, saved tools
+/// and guard rules are still read from `<root>/.alembic/`.
+pub const STATE_DIR_ENV: &str = "ALEMBIC_STATE_DIR";
+
+/// The directory beneath `base` that holds the local state of the project at `root`: the
+/// root's folder name and a hash of its absolute path, so that two checkouts never share a
+/// database and the name still says whose it is.
+pub fn external_state_dir(base: &Path, root: &Path) -> PathBuf {
+    use sha2::Digest as _;
+    let absolute = root
+        .canonicalize()
+        .or_else(|_| std::path::absolute(root))
+        .unwrap_or_else(|_| root.to_path_buf());
+    let digest = sha2::Sha256::digest(absolute.as_os_str().as_encoded_bytes());
+    let hash: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    let name: String = absolute
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(40)
+        .collect();
+    base.join(format!("{name}-{hash}"))
 }
 
-/// Opens (creating if needed) the project database under `root`, creating `.alembic/`.
+/// `$ALEMBIC_STATE_DIR` when set to a non-empty value.
+pub fn state_dir_override() -> Option<PathBuf> {
+    std::env::var_os(STATE_DIR_ENV)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+/// The directory of the project's database: `<root>/.alembic`, or beneath
+/// `$ALEMBIC_STATE_DIR` when that is set ([`external_state_dir`]).
+pub fn local_state_dir(root: &Path) -> PathBuf {
+    match state_dir_override() {
+        Some(base) => external_state_dir(&base, root),
+        None => root.join(STATE_DIR),
+    }
+}
+
+/// Path of the project database for a project root (see [`local_state_dir`]).
+pub fn project_db_path(root: &Path) -> PathBuf {
+    local_state_dir(root).join(DB_FILE)
+}
+
+/// Opens (creating if needed) the project database of `root`, creating `.alembic/`, or the
+/// project's directory beneath `$ALEMBIC_STATE_DIR` (nothing is then written in the root).
 pub fn open_project(root: &Path) -> Result<Connection, StoreError> {
-    let dir = layout::state_dir(root)?;
+    let dir = match state_dir_override() {
+        Some(base) => {
+            let dir = external_state_dir(&base, root);
+            std::fs::create_dir_all(&dir).map_err(|source| StoreError::CreateDir {
+                path: dir.clone(),
+                source,
+            })?;
+            dir
+        }
+        None => layout::state_dir(root)?,
+    };
     open(&dir.join(DB_FILE))
 }
 
@@ -264,6 +325,39 @@ pub fn migrate(
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
+
+    #[test]
+    fn each_checkout_gets_its_own_external_state_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("x/app"), dir.path().join("y/app"));
+        std::fs::create_dir_all(&a).unwrap();
+        std::fs::create_dir_all(&b).unwrap();
+        let base = Path::new("/state");
+        let (sa, sb) = (external_state_dir(base, &a), external_state_dir(base, &b));
+        assert_ne!(sa, sb, "two checkouts named app share a state directory");
+        assert_eq!(sa.parent(), Some(base));
+        let name = sa.file_name().unwrap().to_str().unwrap();
+        assert!(
+            name.starts_with("app-") && name.len() == "app-".len() + 16,
+            "{name}"
+        );
+        // The same checkout through a relative path or a link maps to the same directory.
+        std::os::unix::fs::symlink(&a, dir.path().join("link")).unwrap();
+        assert_eq!(external_state_dir(base, &dir.path().join("link")), sa);
+        assert_eq!(external_state_dir(base, &a.join("../app")), sa);
+        // A hostile folder name stays one path component.
+        let odd = dir.path().join("a b;..");
+        std::fs::create_dir_all(&odd).unwrap();
+        let so = external_state_dir(base, &odd);
+        assert_eq!(so.parent(), Some(base));
+        assert!(
+            so.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("a_b___-")
+        );
+    }
 
     const STEPS: [Migration; 2] = [
         Migration {

@@ -61,6 +61,8 @@ pub(crate) fn open_agent(
     model: &ModelArgs,
     stream: bool,
 ) -> anyhow::Result<(AgentRuntime, ProjectRuntime)> {
+    // Not a project: say so first, whatever the provider settings.
+    alembic_runtime::project_guard::require_project(project)?;
     let provider = match model.provider.as_deref() {
         Some(p) => Some(p.parse::<ProviderKind>().map_err(usage)?),
         None => None,
@@ -71,7 +73,7 @@ pub(crate) fn open_agent(
     };
     let config = load_provider_config(&overrides).map_err(usage)?;
     let provider = build_provider(config)?;
-    let rt = ProjectRuntime::open(project)?;
+    let rt = ProjectRuntime::open_command(project)?;
     let options = AgentOptions {
         stream,
         run_timeout: (model.timeout > 0).then(|| Duration::from_secs(model.timeout)),

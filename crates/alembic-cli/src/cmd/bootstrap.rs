@@ -44,7 +44,7 @@ pub struct BootstrapArgs {
 }
 
 pub fn run(args: BootstrapArgs) -> CmdResult {
-    let rt = ProjectRuntime::open(&args.project.project)?;
+    let rt = ProjectRuntime::open_command(&args.project.project)?;
     let analyser = if args.no_llm {
         None
     } else {

@@ -182,7 +182,7 @@ fn create(args: CreateArgs) -> CmdResult {
         )
         .into());
     }
-    let rt = ProjectRuntime::inspect(&args.project.project)?;
+    let rt = ProjectRuntime::inspect_command(&args.project.project)?;
     let store = ToolStore::new(&rt.root);
     let name = tool.name().to_string();
     let existing = store.find(&name, now_ms());
@@ -229,7 +229,7 @@ fn create(args: CreateArgs) -> CmdResult {
 }
 
 fn reuse(args: ReuseArgs) -> CmdResult {
-    let rt = ProjectRuntime::inspect(&args.project.project)?;
+    let rt = ProjectRuntime::inspect_command(&args.project.project)?;
     let request = ForgeRequest::new(&args.intent, &args.action, &args.target);
     let Some(found) = find_reuse(&rt.registry, &Allowlist::All, &request) else {
         let best = best_reuse(&rt.registry, &Allowlist::All, &request);
@@ -289,7 +289,7 @@ fn reuse(args: ReuseArgs) -> CmdResult {
 }
 
 fn generate(args: GenerateArgs) -> CmdResult {
-    let rt = ProjectRuntime::open(&args.project.project)?;
+    let rt = ProjectRuntime::open_command(&args.project.project)?;
     if !generate_enabled_here(rt.config.section("forge")) {
         eprintln!(
             "error: {}",
@@ -348,7 +348,7 @@ fn generate(args: GenerateArgs) -> CmdResult {
 }
 
 fn save(args: NameArgs) -> CmdResult {
-    let rt = ProjectRuntime::open(&args.project.project)?;
+    let rt = ProjectRuntime::open_command(&args.project.project)?;
     call_forge_tool(&rt, "forge_save", json!({"name": args.name}))
 }
 
@@ -358,7 +358,7 @@ fn promote(args: PromoteArgs) -> CmdResult {
         .iter()
         .map(|text| parse_example(text))
         .collect::<Result<Vec<_>, _>>()?;
-    let rt = ProjectRuntime::open(&args.project.project)?;
+    let rt = ProjectRuntime::open_command(&args.project.project)?;
     call_forge_tool(
         &rt,
         "forge_promote",
@@ -388,7 +388,7 @@ fn call_forge_tool(rt: &ProjectRuntime, tool: &str, args: Value) -> CmdResult {
 }
 
 fn list(args: ListArgs) -> CmdResult {
-    let rt = ProjectRuntime::inspect(&args.project.project)?;
+    let rt = ProjectRuntime::inspect_command(&args.project.project)?;
     let store = ToolStore::new(&rt.root);
     let now = now_ms();
     let mut rows = Vec::new();
@@ -425,7 +425,7 @@ fn list(args: ListArgs) -> CmdResult {
 }
 
 fn show(args: ShowArgs) -> CmdResult {
-    let rt = ProjectRuntime::inspect(&args.project.project)?;
+    let rt = ProjectRuntime::inspect_command(&args.project.project)?;
     let store = ToolStore::new(&rt.root);
     let Some((lifetime, tool, path)) = store.find(&args.name, now_ms()) else {
         return Err(UsageError(format!(
@@ -455,6 +455,6 @@ fn show(args: ShowArgs) -> CmdResult {
 }
 
 fn remove(args: NameArgs) -> CmdResult {
-    let rt = ProjectRuntime::open(&args.project.project)?;
+    let rt = ProjectRuntime::open_command(&args.project.project)?;
     call_forge_tool(&rt, "forge_remove", json!({"name": args.name}))
 }

@@ -35,12 +35,7 @@ pub struct IndexArgs {
 
 pub fn run(args: IndexArgs) -> CmdResult {
     let root = &args.project.project;
-    if !root.is_dir() {
-        anyhow::bail!(crate::exit::UsageError(format!(
-            "project directory {} does not exist",
-            root.display()
-        )));
-    }
+    alembic_runtime::project_guard::require_project(root)?;
     let config = ProjectConfig::load(root)?;
     let started = Instant::now();
     let mut index = CodeIndex::open(root)

@@ -1,4 +1,4 @@
-//! `alembic knowledge list|show|search|stats|approve|reject|publish|deprecate|export|guard-overrides`
+//! `alembic knowledge list|show|search|stats|review|approve|reject|publish|deprecate|export|guard-overrides`
 //!
 //! Reads and reviews the project's knowledge base (`.alembic/alembic.db`). Agents propose
 //! candidates with `submit_knowledge`; a person reviews them here: approve or reject a
@@ -9,8 +9,10 @@
 //! published knowledge into an agent guideline file (see [`export`]); `guard-overrides`
 //! keeps the guard-rule overrides (see [`overrides`]).
 
+mod bulk;
 mod export;
 mod overrides;
+mod review;
 
 use alembic_runtime::ProjectRuntime;
 use alembic_runtime::knowledge::{
@@ -36,13 +38,16 @@ pub enum KnowledgeCommand {
     Search(SearchArgs),
     /// Counts by status, kind and language, edges, proposals, guard checks
     Stats(JsonArgs),
-    /// Approve a submitted candidate
+    /// Review candidates one at a time with their evidence lines: approve, reject with a
+    /// reason, edit, publish, skip or quit (one key per line on stdin)
+    Review(review::ReviewArgs),
+    /// Approve submitted candidates (ids, or --all / --dimension / --status with a confirmation)
     Approve(MoveArgs),
-    /// Reject a candidate (a --reason is required)
+    /// Reject candidates (a --reason is required); their bootstrap memories are retracted
     Reject(MoveArgs),
-    /// Publish an approved candidate as a recipe
+    /// Publish approved candidates as recipes
     Publish(MoveArgs),
-    /// Deprecate a published recipe (a --reason is required)
+    /// Deprecate published recipes (a --reason is required); their bootstrap memories are retracted
     Deprecate(MoveArgs),
     /// Write the published knowledge into AGENTS.md, CLAUDE.md or .cursor/rules/alembic.mdc
     /// (inside a marked block; text outside it is never touched)
@@ -104,7 +109,11 @@ pub struct ShowArgs {
 
 #[derive(Debug, Args)]
 pub struct MoveArgs {
-    pub id: String,
+    /// Entry ids; or select entries with --all, --dimension or --status
+    #[arg(required_unless_present_any = ["all", "dimension", "status"])]
+    pub ids: Vec<String>,
+    #[command(flatten)]
+    pub select: bulk::SelectArgs,
     /// Why (required to reject or deprecate)
     #[arg(long, value_name = "TEXT")]
     pub reason: Option<String>,
@@ -118,6 +127,7 @@ pub fn run(cmd: KnowledgeCommand) -> CmdResult {
         KnowledgeCommand::Show(a) => show(a),
         KnowledgeCommand::Search(a) => search(a),
         KnowledgeCommand::Stats(a) => stats(a),
+        KnowledgeCommand::Review(a) => review::run(a),
         KnowledgeCommand::Approve(a) => mv(a, Status::Approved),
         KnowledgeCommand::Reject(a) => mv(a, Status::Rejected),
         KnowledgeCommand::Publish(a) => mv(a, Status::Published),
@@ -135,7 +145,7 @@ fn read<T>(
     project: &ProjectArgs,
     f: impl FnOnce(&mut dyn KnowledgeBackend) -> Result<T, KnowledgeError>,
 ) -> anyhow::Result<Result<T, KnowledgeError>> {
-    let rt = ProjectRuntime::inspect(&project.project)?;
+    let rt = ProjectRuntime::inspect_command(&project.project)?;
     let local_only = rt.services().knowledge.team_label().is_none();
     if local_only && !alembic_runtime::store::project_db_path(&project.project).exists() {
         let mut empty = KnowledgeStore::open_in_memory()?;
@@ -321,8 +331,13 @@ fn move_call(to: Status, id: &str, reason: Option<&str>) -> (&'static str, Value
 /// Refuses a move the entry's state does not allow (or one without its required reason) as a
 /// usage error, and a missing entry as a tool error, before the call: the exit codes tell
 /// them apart. The tool checks again inside its transaction.
-fn check_move(rt: &ProjectRuntime, a: &MoveArgs, to: Status) -> anyhow::Result<Option<Exit>> {
-    let from = match read_with(rt, |kb| kb.get(&a.id))? {
+fn check_move(
+    rt: &ProjectRuntime,
+    id: &str,
+    reason: Option<&str>,
+    to: Status,
+) -> anyhow::Result<Option<Exit>> {
+    let from = match read_with(rt, |kb| kb.get(id))? {
         Ok(entry) => entry.status,
         Err(e @ KnowledgeError::NotFound { .. }) => {
             eprintln!("error: {e}");
@@ -330,7 +345,7 @@ fn check_move(rt: &ProjectRuntime, a: &MoveArgs, to: Status) -> anyhow::Result<O
         }
         Err(e) => return Err(e.into()),
     };
-    let id = a.id.clone();
+    let id = id.to_string();
     if !from.can_move_to(to) {
         let allowed = from.next();
         return Err(usage_err(KnowledgeError::InvalidTransition {
@@ -340,23 +355,34 @@ fn check_move(rt: &ProjectRuntime, a: &MoveArgs, to: Status) -> anyhow::Result<O
             allowed,
         }));
     }
-    let blank = a.reason.as_deref().is_none_or(|r| r.trim().is_empty());
+    let blank = reason.is_none_or(|r| r.trim().is_empty());
     if to.needs_reason() && blank {
         return Err(usage_err(KnowledgeError::ReasonRequired { id, to }));
     }
     Ok(None)
 }
 
+/// One id moves as before (the entry is printed); several ids or a selection go through
+/// [`bulk`], which counts and confirms a selection first.
 fn mv(a: MoveArgs, to: Status) -> CmdResult {
-    let rt = ProjectRuntime::open(&a.out.project.project)?;
-    if let Some(exit) = check_move(&rt, &a, to)? {
+    let rt = ProjectRuntime::open_command(&a.out.project.project)?;
+    if a.select.any() || a.ids.len() > 1 {
+        return bulk::run(&rt, &a, to);
+    }
+    let Some(id) = a.ids.first() else {
+        return Err(UsageError(
+            "name an entry id, or select with --all, --dimension or --status".into(),
+        )
+        .into());
+    };
+    if let Some(exit) = check_move(&rt, id, a.reason.as_deref(), to)? {
         return Ok(exit);
     }
-    let (tool, args) = move_call(to, &a.id, a.reason.as_deref());
+    let (tool, args) = move_call(to, id, a.reason.as_deref());
     if let Err(exit) = crate::tool_call::call_as_cli(&rt, tool, args)? {
         return Ok(exit);
     }
-    let entry = read_with(&rt, |kb| kb.get(&a.id))??;
+    let entry = read_with(&rt, |kb| kb.get(id))??;
     if a.out.json {
         println!("{}", serde_json::to_string_pretty(&entry)?);
     } else {

@@ -74,7 +74,7 @@ pub fn run(args: McpArgs) -> CmdResult {
 }
 
 fn serve(args: ServeArgs) -> CmdResult {
-    let runtime = Arc::new(ProjectRuntime::open(&args.project.project)?);
+    let runtime = Arc::new(ProjectRuntime::open_command(&args.project.project)?);
     // A long-running server: the watcher keeps the code index live, so queries skip the walk.
     runtime.services().code.watch();
     let server = AlembicServer::new(Arc::clone(&runtime), Some(&args.preset))

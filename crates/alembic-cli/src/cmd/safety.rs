@@ -56,7 +56,8 @@ pub fn run(cmd: SafetyCommand) -> CmdResult {
 
 /// The project's guard and command policy, as the runtime wires them for every tool call.
 fn services(project: &ProjectArgs) -> anyhow::Result<Arc<SafetyServices>> {
-    let rt = ProjectRuntime::inspect(&project.project).map_err(|e| UsageError(e.to_string()))?;
+    let rt =
+        ProjectRuntime::inspect_command(&project.project).map_err(|e| UsageError(e.to_string()))?;
     Ok(Arc::clone(&rt.services().safety))
 }
 

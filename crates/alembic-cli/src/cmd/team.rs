@@ -82,7 +82,7 @@ pub fn run(command: TeamCommand) -> CmdResult {
             args.project.project.display()
         )));
     }
-    let rt = ProjectRuntime::open(&args.project.project)?;
+    let rt = ProjectRuntime::open_command(&args.project.project)?;
     let init = steps.len() > 2;
     let mut data = json!({});
     for (tool, doing, key) in steps {

@@ -65,7 +65,7 @@ pub fn run(cmd: ToolsCommand) -> CmdResult {
 }
 
 fn list(args: ListArgs) -> CmdResult {
-    let rt = ProjectRuntime::inspect(&args.project.project)?;
+    let rt = ProjectRuntime::inspect_command(&args.project.project)?;
     let allowlist = match &args.preset {
         Some(p) => {
             rt.caller("cli", Some(p))
@@ -105,7 +105,7 @@ fn tool_json(t: &ToolDefinition) -> Value {
 }
 
 fn schema(args: SchemaArgs) -> CmdResult {
-    let rt = ProjectRuntime::inspect(&args.project.project)?;
+    let rt = ProjectRuntime::inspect_command(&args.project.project)?;
     let Some(tool) = rt.registry.get(&args.name) else {
         let near = rt.registry.suggest(&args.name, &Allowlist::All);
         let hint = if near.is_empty() {
@@ -128,7 +128,7 @@ fn call(args: CallArgs) -> CmdResult {
             "--args is not valid JSON ({e}); pass an object such as '{{\"pattern\": \"foo\"}}'"
         ))
     })?;
-    let rt = ProjectRuntime::open(&args.project.project)?;
+    let rt = ProjectRuntime::open_command(&args.project.project)?;
     let caller = rt
         .caller("cli", Some(&args.preset))
         .map_err(|e| UsageError(e.to_string()))?;

@@ -40,7 +40,7 @@ pub fn agent_cmd(
 }
 
 fn project() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::project_dir();
     std::fs::create_dir_all(dir.path().join("Payment")).unwrap();
     std::fs::write(
         dir.path().join("Payment/PaymentCoordinator.swift"),

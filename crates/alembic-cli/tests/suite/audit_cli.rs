@@ -6,7 +6,7 @@ use super::alembic;
 
 #[test]
 fn every_call_is_audited_and_the_chain_verifies() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::project_dir();
     let p = dir.path();
     alembic(p)
         .args([
@@ -53,7 +53,7 @@ fn every_call_is_audited_and_the_chain_verifies() {
 
 /// Three audited calls, then `tamper` (SQL) on the database: verify must fail naming #2.
 fn assert_tamper_breaks_record_2(tamper: &str) {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::project_dir();
     let p = dir.path();
     for _ in 0..3 {
         alembic(p)
@@ -92,7 +92,7 @@ fn verify_fails_on_whitespace_appended_to_stored_args() {
 
 #[test]
 fn tail_without_a_log_says_what_to_do() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::project_dir();
     alembic(dir.path())
         .args(["audit", "tail"])
         .assert()

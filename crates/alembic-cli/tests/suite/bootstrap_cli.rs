@@ -22,12 +22,14 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-fn planted() -> (tempfile::TempDir, PathBuf) {
+pub(super) fn planted() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("planted");
     let fixture =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../alembic-bootstrap/tests/fixtures/planted");
     copy_dir(&fixture, &root);
+    // A project marker: alembic refuses a directory that is none.
+    std::fs::create_dir_all(root.join(".alembic")).unwrap();
     (dir, root)
 }
 

@@ -97,7 +97,7 @@ fn script(req: &RecordedRequest, revised: bool) -> FakeReply {
 }
 
 fn project() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::project_dir();
     let payment = dir.path().join("Payment");
     std::fs::create_dir_all(&payment).unwrap();
     std::fs::write(

@@ -11,7 +11,7 @@ use super::alembic;
 use super::FIND_WITH_LAYOUT_SPEC as SPEC;
 
 fn project() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::project_dir();
     std::fs::create_dir_all(dir.path().join("src")).unwrap();
     std::fs::write(
         dir.path().join("src/main.rs"),

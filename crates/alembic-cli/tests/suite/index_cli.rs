@@ -4,7 +4,7 @@ use serde_json::Value;
 use super::alembic;
 
 fn fixture_copy() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::project_dir();
     let src =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../alembic-code/tests/fixtures/go");
     for rel in ["shapes/shapes.go", "cmd/app/main.go"] {
@@ -81,7 +81,7 @@ fn without_graph_the_index_reports_files_only_and_honours_max_file_bytes() {
 
 #[test]
 fn index_of_a_missing_directory_is_a_usage_error() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::project_dir();
     alembic(dir.path())
         .args(["index", "--project", "does/not/exist"])
         .assert()

@@ -14,7 +14,7 @@ fn json_out(cmd: &mut assert_cmd::Command) -> Value {
 
 #[test]
 fn a_submission_is_reviewed_and_published_from_the_cli() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::project_dir();
     let p = dir.path();
     alembic(p)
         .args(["knowledge", "list"])
@@ -132,7 +132,7 @@ fn publish_one(p: &std::path::Path) -> String {
 
 #[test]
 fn export_writes_published_knowledge_inside_a_block_idempotently() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::project_dir();
     let p = dir.path();
     let id = publish_one(p);
     let mine = "# Team notes\n\nRun `make test` before pushing.\n";
@@ -199,7 +199,7 @@ fn export_writes_published_knowledge_inside_a_block_idempotently() {
 
 #[test]
 fn export_writes_cursor_rules_with_front_matter_and_refuses_paths_outside() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::project_dir();
     let p = dir.path();
     publish_one(p);
     let out =
@@ -248,7 +248,7 @@ fn export_writes_cursor_rules_with_front_matter_and_refuses_paths_outside() {
 
 #[test]
 fn guard_overrides_without_a_team_are_kept_in_the_project_database() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::project_dir();
     let p = dir.path();
     alembic(p).arg("init").assert().success();
     let shown = json_out(alembic(p).args(["knowledge", "guard-overrides", "show", "--json"]));

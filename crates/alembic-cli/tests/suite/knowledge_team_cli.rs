@@ -64,7 +64,7 @@ fn join_team(dirs: &[&std::path::Path], label: &str) {
 
 #[test]
 fn init_pushes_local_knowledge_once_and_both_checkouts_review_on_the_team_store() {
-    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, b) = (super::project_dir(), super::project_dir());
     let (a, b) = (a.path(), b.path());
     // a recipe published in a before the team existed lives in a's project database
     let local = submit(a, "Retry requests with backoff");
@@ -139,7 +139,7 @@ fn violated(dir: &std::path::Path, code: &str) -> Vec<String> {
 
 #[test]
 fn guard_overrides_set_in_one_checkout_apply_to_the_guard_check_of_the_other() {
-    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, b) = (super::project_dir(), super::project_dir());
     let (a, b) = (a.path(), b.path());
     join_team(&[a, b], "cli-g");
     let code = "fn f(x: Option<u8>) -> u8 {\n    dbg!(x);\n    x.unwrap()\n}\n";

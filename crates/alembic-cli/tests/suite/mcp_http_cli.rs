@@ -81,7 +81,7 @@ pub fn create_token(dir: &std::path::Path, name: &str, preset: &str) -> String {
 
 #[test]
 fn a_network_address_without_credentials_is_refused_with_the_way_out() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::project_dir();
     let out = alembic(dir.path())
         .args(["mcp", "--http", "0.0.0.0:0"])
         .output()
@@ -99,7 +99,7 @@ fn a_network_address_without_credentials_is_refused_with_the_way_out() {
 
 #[test]
 fn insecure_no_auth_serves_and_warns_about_authentication_and_clear_text() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::project_dir();
     let server = HttpServer::spawn(dir.path(), &["--http", "0.0.0.0:0", "--insecure-no-auth"]);
     let warnings = server.before.join("\n");
     assert!(
@@ -114,7 +114,7 @@ fn insecure_no_auth_serves_and_warns_about_authentication_and_clear_text() {
 
 #[test]
 fn tokens_are_created_once_listed_and_revoked() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::project_dir();
     let secret = create_token(dir.path(), "alice", "chat");
     assert!(secret.starts_with("alm_") && secret.len() == 68, "{secret}");
     let out = alembic(dir.path())
@@ -171,7 +171,7 @@ fn tokens_are_created_once_listed_and_revoked() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_token_opens_the_server_and_its_absence_gets_401() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::project_dir();
     let secret = create_token(dir.path(), "alice", "ide");
     let server = HttpServer::spawn(dir.path(), &["--http", "127.0.0.1:0"]);
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {

@@ -289,7 +289,7 @@ fn status_code(line: &str) -> u16 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_messages_and_hostile_http_are_refused_and_the_server_survives() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::project_dir();
     std::fs::write(dir.path().join("README.md"), "hello\n").unwrap();
     std::fs::create_dir_all(dir.path().join(".alembic")).unwrap();
     std::fs::write(dir.path().join(".alembic/config.toml"), CONFIG).unwrap();

@@ -41,7 +41,7 @@ fn venv_python() -> PathBuf {
 
 /// A small project: a README with a word to search for and a source file.
 pub(super) fn project() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::project_dir();
     std::fs::write(
         dir.path().join("README.md"),
         "# Demo\nSearch target: needle_token\n",

@@ -23,7 +23,7 @@ const BEFORE_INIT: usize = 300;
 
 #[test]
 fn ten_thousand_hostile_messages_are_each_answered_and_the_server_survives() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::project_dir();
     std::fs::write(dir.path().join("README.md"), "hello\n").unwrap();
     let mut child = std::process::Command::cargo_bin("alembic")
         .unwrap()

@@ -23,7 +23,7 @@ fn json(a: &assert_cmd::assert::Assert) -> Value {
 
 #[test]
 fn add_consolidates_and_search_explains() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::project_dir();
     let p = dir.path();
     let out = stdout(
         &memory(
@@ -83,7 +83,7 @@ fn add_consolidates_and_search_explains() {
 
 #[test]
 fn changes_go_through_the_pipeline_as_cli_and_are_audited() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::project_dir();
     let p = dir.path();
     let out = stdout(
         &memory(
@@ -131,7 +131,7 @@ fn changes_go_through_the_pipeline_as_cli_and_are_audited() {
 
 #[test]
 fn contradiction_keeps_history_and_forget_removes_it() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::project_dir();
     let p = dir.path();
     memory(p, &["add", "We use CocoaPods to manage dependencies"]).success();
     let out = stdout(
@@ -170,7 +170,7 @@ fn contradiction_keeps_history_and_forget_removes_it() {
 
 #[test]
 fn export_import_gc_and_usage_errors() {
-    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, b) = (super::project_dir(), super::project_dir());
     memory(
         a.path(),
         &["add", "Builds use Bazel remote cache", "--scope", "team"],
@@ -216,7 +216,7 @@ fn export_import_gc_and_usage_errors() {
 
 #[test]
 fn the_memory_section_of_the_config_is_read() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::project_dir();
     let p = dir.path();
     std::fs::create_dir_all(p.join(".alembic")).unwrap();
     let config = p.join(".alembic/config.toml");

@@ -6,6 +6,7 @@ mod forge_cli;
 mod hostile_corpus;
 mod index_cli;
 mod knowledge_cli;
+mod knowledge_review_cli;
 mod knowledge_team_cli;
 mod mcp_conformance;
 mod mcp_http_cli;
@@ -13,6 +14,7 @@ mod mcp_http_robustness;
 mod mcp_python;
 mod mcp_robustness;
 mod memory_cli;
+mod project_required;
 mod safety_cli;
 mod skills_cli;
 mod team_cli;
@@ -51,3 +53,11 @@ tool = "list_project_structure"
 args = { depth = 1 }
 "#;
 mod server_reads_cli;
+
+/// A temporary directory alembic takes as a project (it has `.alembic/`): commands refuse a
+/// bare directory, so every test project starts here or gets its own marker.
+pub fn project_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(".alembic")).unwrap();
+    dir
+}

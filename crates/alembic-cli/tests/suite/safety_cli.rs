@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use super::alembic;
 
 fn project() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::project_dir();
     std::fs::create_dir_all(dir.path().join("src")).unwrap();
     std::fs::write(dir.path().join("src/main.rs"), "fn main() {}\n").unwrap();
     dir
@@ -111,7 +111,7 @@ fn human_output_explains_the_verdicts() {
 #[test]
 fn a_config_that_allows_a_shell_is_a_usage_error() {
     let dir = project();
-    std::fs::create_dir(dir.path().join(".alembic")).unwrap();
+    std::fs::create_dir_all(dir.path().join(".alembic")).unwrap();
     std::fs::write(
         dir.path().join(".alembic/config.toml"),
         "[safety]\nextra_safe_commands = [\"bash\"]\n",

@@ -50,7 +50,7 @@ fn call_json(dir: &Path, tool: &str, args: Value) -> Value {
 
 #[test]
 fn a_committed_skill_is_loaded_in_a_fresh_clone_and_local_state_is_not_committed() {
-    let a = tempfile::tempdir().unwrap();
+    let a = super::project_dir();
     let pa = a.path();
     std::fs::create_dir_all(pa.join("src")).unwrap();
     std::fs::write(pa.join("src/main.rs"), "fn retry_request() {}\n").unwrap();
@@ -102,7 +102,7 @@ fn a_committed_skill_is_loaded_in_a_fresh_clone_and_local_state_is_not_committed
     );
 
     // person B clones and finds both skills
-    let b = tempfile::tempdir().unwrap();
+    let b = super::project_dir();
     let pb = b.path().join("clone");
     git(
         b.path(),
@@ -141,7 +141,7 @@ fn a_committed_skill_is_loaded_in_a_fresh_clone_and_local_state_is_not_committed
 
 #[test]
 fn init_replaces_the_old_ignore_everything_gitignore_and_says_so() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::project_dir();
     let ignore = dir.path().join(".alembic/.gitignore");
     std::fs::create_dir_all(ignore.parent().unwrap()).unwrap();
     std::fs::write(&ignore, "*\n").unwrap();

@@ -34,7 +34,7 @@ fn push_moves_team_memories_to_the_server_and_another_checkout_pulls_them() {
         .unwrap()
         .as_nanos();
     let team = format!("cli-{}-{nanos}", std::process::id());
-    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, b) = (super::project_dir(), super::project_dir());
     // a team memory written before the team existed stays in a's file
     run(
         a.path(),
@@ -83,7 +83,7 @@ fn push_moves_team_memories_to_the_server_and_another_checkout_pulls_them() {
 
 #[test]
 fn team_commands_without_a_team_fail_saying_how_to_configure_one() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::project_dir();
     let out = run(dir.path(), &["team", "status"]).failure();
     let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
     assert!(

@@ -39,7 +39,7 @@ fn checkouts() -> (tempfile::TempDir, tempfile::TempDir) {
         "[team]\nurl = \"{}\"\nteam = \"{team}\"\nauthor = \"ci\"\n",
         pg_url()
     );
-    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, b) = (super::project_dir(), super::project_dir());
     for dir in [a.path(), b.path()] {
         std::fs::create_dir_all(dir.join(".alembic")).unwrap();
         std::fs::write(dir.join(".alembic/config.toml"), &config).unwrap();
@@ -152,7 +152,7 @@ async fn a_team_memory_added_in_one_checkout_is_read_in_the_other() {
 
 #[test]
 fn with_the_team_server_down_local_memories_are_still_listed_and_the_reason_given() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::project_dir();
     std::fs::create_dir_all(dir.path().join(".alembic")).unwrap();
     // a port nothing listens on: the connection is refused at once
     std::fs::write(

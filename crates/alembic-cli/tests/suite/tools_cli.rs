@@ -6,7 +6,7 @@ use super::alembic;
 
 #[test]
 fn init_writes_a_config_that_loads() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::project_dir();
     alembic(dir.path())
         .arg("init")
         .assert()
@@ -27,7 +27,7 @@ fn init_writes_a_config_that_loads() {
 
 #[test]
 fn list_json_and_presets() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::project_dir();
     let out = alembic(dir.path())
         .args(["tools", "list", "--json"])
         .assert()
@@ -59,7 +59,7 @@ fn list_json_and_presets() {
 
 #[test]
 fn schema_prints_parameters_and_suggests_names() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::project_dir();
     let out = alembic(dir.path())
         .args(["tools", "schema", "plan_task"])
         .assert()
@@ -81,7 +81,7 @@ fn schema_prints_parameters_and_suggests_names() {
 
 #[test]
 fn call_exit_codes_follow_the_outcome() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::project_dir();
     let ok = alembic(dir.path())
         .args([
             "tools",
@@ -147,7 +147,7 @@ fn call_exit_codes_follow_the_outcome() {
 
 #[test]
 fn a_missing_project_directory_is_a_usage_error() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::project_dir();
     alembic(dir.path())
         .args(["tools", "call", "plan_task", "--project", "does/not/exist"])
         .assert()

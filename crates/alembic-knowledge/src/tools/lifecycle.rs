@@ -330,7 +330,12 @@ fn update_recipe(
             }
         }
     }
-    let new = Submission::from_value(Value::Object(merged))?.into_new_entry()?;
+    let mut new = Submission::from_value(Value::Object(merged))?.into_new_entry()?;
+    // A submission keeps only the extra fields it knows; an edit must not drop the others
+    // (bootstrap's source, dimension and file:line evidence among them).
+    for (k, v) in current.extra {
+        new.extra.entry(k).or_insert(v);
+    }
     let v = validate(&new);
     if !v.is_valid() {
         return Ok(rejected(

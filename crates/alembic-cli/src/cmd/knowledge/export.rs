@@ -4,7 +4,8 @@
 //! marked block of the target file. Every file is merged before anything is written, so a
 //! refused file (broken markers, invalid Cursor front matter) leaves every file as it was.
 //! Writes are `write_project_file` calls as caller `cli` (PathGuard-confined beneath the
-//! project root, audited); a file whose text would not change is not written.
+//! project root, audited); a file whose text would not change is not written. With nothing
+//! published no file is written at all: the command says how many candidates await review.
 
 use std::path::Path;
 
@@ -44,7 +45,7 @@ pub fn run(a: ExportArgs) -> CmdResult {
         .format
         .parse()
         .map_err(|e: guideline::ExportError| UsageError(e.to_string()))?;
-    let rt = ProjectRuntime::open(&a.out.project.project)?;
+    let rt = ProjectRuntime::open_command(&a.out.project.project)?;
     let path = relative_output(&rt.root, a.output.as_deref(), format)?;
     let filter = Filter {
         statuses: vec![Status::Published],
@@ -52,6 +53,9 @@ pub fn run(a: ExportArgs) -> CmdResult {
         ..Filter::default()
     };
     let entries = read_with(&rt, |kb| kb.list(&filter))??;
+    if entries.is_empty() {
+        return nothing_published(&rt, &a, format);
+    }
     let files = guideline::render(format, &entries, &path);
     let mut planned = Vec::new();
     for file in &files {
@@ -76,6 +80,38 @@ pub fn run(a: ExportArgs) -> CmdResult {
         }
     }
     print_report(&a, format, entries.len(), &planned)?;
+    Ok(Exit::Ok)
+}
+
+/// With nothing published an export would write an empty block: write nothing, and say how
+/// many candidates await review and how to review them.
+fn nothing_published(rt: &ProjectRuntime, a: &ExportArgs, format: GuidelineFormat) -> CmdResult {
+    let waiting = Filter {
+        statuses: vec![Status::Submitted, Status::Approved],
+        limit: 100_000,
+        ..Filter::default()
+    };
+    let candidates = read_with(rt, |kb| kb.list(&waiting))??;
+    let approved = candidates
+        .iter()
+        .filter(|e| e.status == Status::Approved)
+        .count();
+    let submitted = candidates.len() - approved;
+    let hint = "review them with `alembic knowledge list --status submitted`, then                 `alembic knowledge approve --all` (or IDs) and `alembic knowledge publish --all`";
+    if a.out.json {
+        let data = json!({
+            "format": format.as_str(), "entries": 0, "files": [],
+            "awaitingReview": {"submitted": submitted, "approved": approved},
+            "hint": hint,
+        });
+        println!("{}", serde_json::to_string_pretty(&data)?);
+        return Ok(Exit::Ok);
+    }
+    println!(
+        "nothing published yet, so no file was written; {} candidates await review \
+         ({submitted} submitted, {approved} approved): {hint}",
+        candidates.len()
+    );
     Ok(Exit::Ok)
 }
 

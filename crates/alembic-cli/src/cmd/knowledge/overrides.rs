@@ -64,7 +64,7 @@ fn show(a: JsonArgs) -> CmdResult {
 }
 
 fn write(out: &JsonArgs, args: Value) -> CmdResult {
-    let rt = ProjectRuntime::open(&out.project.project)?;
+    let rt = ProjectRuntime::open_command(&out.project.project)?;
     let output = match crate::tool_call::call_as_cli(&rt, "set_guard_overrides", args)? {
         Ok(output) => output,
         Err(exit) => return Ok(exit),

@@ -69,7 +69,7 @@ pub fn run(command: TokenCommand) -> CmdResult {
 }
 
 fn store(project: &ProjectArgs) -> anyhow::Result<TokenStore> {
-    let rt = ProjectRuntime::inspect(&project.project)?;
+    let rt = ProjectRuntime::inspect_command(&project.project)?;
     Ok(TokenStore::open_project(&rt.root)?)
 }
 
@@ -80,7 +80,7 @@ fn create(
     expires: Option<u32>,
     json: bool,
 ) -> CmdResult {
-    let rt = ProjectRuntime::inspect(&project.project)?;
+    let rt = ProjectRuntime::inspect_command(&project.project)?;
     rt.config
         .presets
         .allowlist(preset)

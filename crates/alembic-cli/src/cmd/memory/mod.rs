@@ -183,9 +183,9 @@ fn runtime(project: &ProjectArgs, writes: bool) -> anyhow::Result<ProjectRuntime
         )));
     }
     Ok(if writes {
-        ProjectRuntime::open(&project.project)?
+        ProjectRuntime::open_command(&project.project)?
     } else {
-        ProjectRuntime::inspect(&project.project)?
+        ProjectRuntime::inspect_command(&project.project)?
     })
 }
 
