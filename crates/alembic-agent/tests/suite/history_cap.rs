@@ -224,6 +224,12 @@ async fn a_long_run_on_a_1m_model_compacts_past_the_seeds_cap() {
     );
     let l2_count = levels.iter().filter(|l| **l == "L2").count();
     assert!(l2_count >= 2, "{levels:?}");
+    // With no long-term memory the system prompt is a few hundred tokens, so the whole request
+    // (system prompt, tool schema, messages) stays under the cap too.
+    for (r, h) in loop_requests.iter().zip(&history) {
+        let whole = meter.count(&r.system_prompt()) + meter.count(&r.body["tools"].to_string()) + h;
+        assert!(whole <= cap, "a request of {whole} tokens is over {cap}");
+    }
     let peak = *history.iter().max().unwrap();
     assert!(
         peak <= cap,
