@@ -38,6 +38,9 @@ pub enum AgentEvent {
         tokens_before: usize,
         tokens_after: usize,
         budget: usize,
+        /// Tokens of the messages alone after compaction, and the model-aware cap on them.
+        history_tokens_after: usize,
+        history_cap: Option<usize>,
         /// L2 wrote the model's summary of the old rounds (not its rule-based lines).
         llm_summary: bool,
     },

@@ -1,7 +1,7 @@
 //! Agent presets: which stages a run has, and for each stage its tools, memory profile,
 //! exploration strategy and limits.
 
-use alembic_context::{BudgetProfile, Strategy};
+use alembic_context::{BudgetProfile, RunKind, Strategy};
 use alembic_tools::{Allowlist, PresetCatalog, PresetError};
 
 /// Catalog preset the cold start explores with (the code_analysis capability, with the
@@ -145,6 +145,16 @@ pub struct StageSpec {
 }
 
 impl StageSpec {
+    /// Which history cap of the model table the stage gets: chat (the user profile) is a
+    /// user run, the analyst and producer stages are system runs (ref-memory §8.2,
+    /// `isSystem`), which get the larger cap.
+    pub fn run_kind(&self) -> RunKind {
+        match self.profile {
+            BudgetProfile::User => RunKind::User,
+            BudgetProfile::Analyst | BudgetProfile::Producer => RunKind::System,
+        }
+    }
+
     /// The union of the allowlists of [`StageSpec::tools_presets`].
     pub fn allowlist(&self, catalog: &PresetCatalog) -> Result<Allowlist, PresetError> {
         let mut names = std::collections::BTreeSet::new();
@@ -197,6 +207,21 @@ mod tests {
         );
         let chat = AgentPreset::from_name("chat").stages(&StageLimits::default());
         assert_eq!(chat.len(), 1);
+        let kinds: Vec<RunKind> = [&stages[..], &bootstrap, &chat, &[cold]]
+            .concat()
+            .iter()
+            .map(StageSpec::run_kind)
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                RunKind::System,
+                RunKind::System,
+                RunKind::System,
+                RunKind::User,
+                RunKind::System
+            ]
+        );
         assert_eq!(chat[0].strategy, Some(Strategy::Chat));
         assert_eq!(chat[0].max_iterations, 8);
     }

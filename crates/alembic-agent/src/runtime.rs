@@ -35,7 +35,9 @@ pub struct AgentOptions {
     pub strike_pause: Duration,
     pub max_output_tokens: Option<u32>,
     /// Token budget of the message window; `None` takes it from the model's context split
-    /// (see [`AgentRuntime::context_split`]).
+    /// (see [`AgentRuntime::context_split`]). Either way the window's messages are also held
+    /// to the model table's cap (`alembic_context::budget_for_context`: 96k for a system run
+    /// on a 1M-token model), which is what makes compaction run on large models.
     pub context_budget: Option<usize>,
     /// The model's context in tokens; `None` looks the model name up in the context table.
     pub context_window: Option<usize>,

@@ -84,5 +84,5 @@ pub use session::{
 pub use text::TokenMeter;
 pub use window::{
     CompactionLevel, CompactionReport, ContextWindow, L2_SUMMARY_MAX_TOKENS, L2Batch, RunKind,
-    context_size, token_budget,
+    budget_for_context, context_size, token_budget,
 };

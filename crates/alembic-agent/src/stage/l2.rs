@@ -53,6 +53,8 @@ impl StageLoop<'_> {
             tokens_before: report.tokens_before,
             tokens_after: report.tokens_after,
             budget: self.window.budget(),
+            history_tokens_after: report.history_tokens_after,
+            history_cap: self.window.history_cap(),
             llm_summary,
         });
     }

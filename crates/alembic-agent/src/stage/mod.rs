@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 
 use alembic_context::{
     ActiveContext, ContextWindow, ExitDecision, ExplorationBudget, ExplorationTracker, LoopMemory,
-    Message as WindowMessage, Strategy, TextVerdict, ToolChoice as PhaseChoice,
+    Message as WindowMessage, Strategy, TextVerdict, ToolChoice as PhaseChoice, budget_for_context,
 };
 use alembic_llm::{
     ChatRequest, ChatResponse, ErrorStrikes, LlmError, StreamEvent, StrikeVerdict, ToolCall,
@@ -147,7 +147,11 @@ impl<'a> StageLoop<'a> {
             .options
             .context_budget
             .unwrap_or_else(|| ctx.split.window_budget());
-        let window = ContextWindow::new(task, budget, ctx.coordinator.meter().clone());
+        // The seed's model-aware cap on the messages (96k / 64k on a 1M-token model): without
+        // it the window is the context less the margin and compaction never runs there.
+        let history_cap = budget_for_context(ctx.split.context, spec.run_kind());
+        let window = ContextWindow::new(task, budget, ctx.coordinator.meter().clone())
+            .with_history_cap(history_cap);
         let memory = LoopMemory::new(
             Arc::clone(ctx.coordinator),
             ctx.scope.clone(),

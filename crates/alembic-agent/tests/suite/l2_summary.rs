@@ -45,7 +45,7 @@ fn add_ledger_files(h: &Harness) {
     }
 }
 
-fn is_summary_call(request: &RecordedRequest) -> bool {
+pub(super) fn is_summary_call(request: &RecordedRequest) -> bool {
     let first = L2_SUMMARY_SYSTEM_PROMPT.lines().next().unwrap();
     request.system_prompt().starts_with(first)
 }
@@ -194,7 +194,7 @@ fn assert_invariants(h: &Harness) -> (usize, usize) {
 
 /// Every assistant tool call is answered before the next assistant turn, and every tool
 /// result answers a call of the assistant turn before it.
-fn assert_units_whole(messages: &[Value], request: usize) {
+pub(super) fn assert_units_whole(messages: &[Value], request: usize) {
     let mut open: HashSet<String> = HashSet::new();
     let mut seen_assistant = false;
     for m in messages {

@@ -2,6 +2,7 @@ mod bootstrap;
 mod budgets;
 mod chat_exploration;
 mod conversation_memory;
+mod history_cap;
 mod l2_summary;
 mod loop_behaviour;
 mod roundtrip;

@@ -5,11 +5,15 @@
 //!    memory prompt, not before the task).
 //! 2. An assistant message with tool calls and the results that follow it form one unit:
 //!    compaction removes whole rounds or shortens contents, it never splits a round.
-//! 3. After [`ContextWindow::compact`], usage is within the budget whenever the system prompt,
-//!    tool schemas and the task prompt fit in it.
+//! 3. After [`ContextWindow::compact`], usage is within the budget, and the messages within the
+//!    history cap, whenever the system prompt, tool schemas and the task prompt fit in them.
 //!
 //! Usage counts the system prompt and the tool schemas too (the reference counted only the
-//! messages, although the system prompt grows every round).
+//! messages, although the system prompt grows every round). Two limits apply: the budget (what
+//! the model's context leaves for the whole request) and the history cap, the seed's
+//! model-aware cap on the messages alone ([`ContextWindow::with_history_cap`],
+//! [`model_budget::budget_for_context`]). The usage ratio is the larger of the two ratios, so on
+//! a 1M-token model compaction starts once the history passes 60 % of its cap, not of 1M.
 //!
 //! Levels (by usage ratio before compaction; a level that does not bring usage below the next
 //! threshold escalates to the next one):
@@ -19,6 +23,7 @@
 //!   those rounds ([`ContextWindow::pending_l2`], [`ContextWindow::offer_summary`]).
 //! - **L3** (> 95 %): only the task prompt, the record of submissions and the last round stay.
 
+mod history_cap;
 pub mod model_budget;
 mod summary;
 
@@ -29,7 +34,7 @@ use serde::{Deserialize, Serialize};
 use crate::message::{Message, Role};
 use crate::observation::{is_submit_tool, str_field};
 use crate::text::{TokenMeter, cut_chars, first_line};
-pub use model_budget::{RunKind, context_size, token_budget};
+pub use model_budget::{RunKind, budget_for_context, context_size, token_budget};
 pub use summary::{L2_SUMMARY_MAX_TOKENS, L2Batch};
 
 /// Rounds kept complete at L1.
@@ -64,6 +69,8 @@ pub struct CompactionReport {
     pub removed_messages: usize,
     pub tokens_before: usize,
     pub tokens_after: usize,
+    /// Tokens of the messages alone (what the history cap limits), after compaction.
+    pub history_tokens_after: usize,
     /// True when even the minimal history does not fit (prompt or system prompt too large).
     pub over_budget: bool,
 }
@@ -72,6 +79,8 @@ pub struct CompactionReport {
 #[derive(Debug, Clone)]
 pub struct ContextWindow {
     budget: usize,
+    /// Tokens the messages alone may take (see `history_cap.rs`); `None`: only `budget`.
+    history_cap: Option<usize>,
     meter: TokenMeter,
     system_prompt: String,
     system_tokens: usize,
@@ -101,6 +110,7 @@ impl ContextWindow {
         let first_cost = message_tokens(&meter, &first);
         ContextWindow {
             budget,
+            history_cap: None,
             meter,
             system_prompt: String::new(),
             system_tokens: 0,
@@ -118,14 +128,12 @@ impl ContextWindow {
         }
     }
 
-    /// A window sized for `model` (budget from the model table, exact token counts when the
-    /// model's tokenizer is known).
+    /// A window sized for `model` alone: its whole context as the budget, the model table's
+    /// cap on the history, exact token counts when the model's tokenizer is known. (The agent
+    /// sizes the budget from its context split instead, with the same cap.)
     pub fn for_model(prompt: impl Into<String>, model: &str, kind: RunKind) -> ContextWindow {
-        Self::new(
-            prompt,
-            token_budget(model, kind),
-            TokenMeter::for_model(model),
-        )
+        Self::new(prompt, context_size(model), TokenMeter::for_model(model))
+            .with_history_cap(token_budget(model, kind))
     }
 
     pub fn budget(&self) -> usize {
@@ -252,12 +260,14 @@ impl ContextWindow {
         self.system_tokens + self.tool_schema_tokens + messages
     }
 
-    /// Usage as a fraction of the budget.
+    /// Usage as a fraction of the budget, or the history as a fraction of its cap, whichever
+    /// is larger: compaction levels and result quotas follow the tighter limit.
     pub fn usage_ratio(&self) -> f64 {
-        if self.budget == 0 {
-            return f64::INFINITY;
+        let total = ratio(self.usage_tokens(), self.budget);
+        match self.history_cap {
+            Some(cap) => total.max(ratio(self.history_tokens(), cap)),
+            None => total,
         }
-        self.usage_tokens() as f64 / self.budget as f64
     }
 
     /// Index of the first message after the prompt and the record.
@@ -288,6 +298,7 @@ impl ContextWindow {
             removed_messages: 0,
             tokens_before,
             tokens_after: tokens_before,
+            history_tokens_after: self.history_tokens(),
             over_budget: false,
         };
         let ratio = self.usage_ratio();
@@ -302,12 +313,13 @@ impl ContextWindow {
         if self.usage_ratio() >= 0.95 {
             report.level = CompactionLevel::L3;
             report.removed_messages += self.distill_old_rounds(1, false);
-            if self.usage_tokens() > self.budget {
+            if self.over_limit() {
                 report.truncated += self.shrink_last_round();
             }
         }
         report.tokens_after = self.usage_tokens();
-        report.over_budget = report.tokens_after > self.budget;
+        report.history_tokens_after = self.history_tokens();
+        report.over_budget = self.over_limit();
         report
     }
 
@@ -459,7 +471,7 @@ impl ContextWindow {
     fn shrink_last_round(&mut self) -> usize {
         let mut shrunk = 0;
         let from = self.history_start();
-        while self.usage_tokens() > self.budget {
+        while self.over_limit() {
             let largest = (from..self.messages.len())
                 .filter(|&i| self.messages[i].content.chars().count() > 40)
                 .max_by_key(|&i| self.messages[i].content.len());
@@ -469,7 +481,7 @@ impl ContextWindow {
             self.set_content(i, format!("{kept}… [truncated]"));
             shrunk += 1;
         }
-        if self.usage_tokens() > self.budget && self.has_record {
+        if self.over_limit() && self.has_record {
             // The record is the only other thing that can give: keep the submissions only.
             self.summaries.clear();
             self.write_record();
@@ -501,6 +513,14 @@ impl ContextWindow {
             self.write_record();
         }
     }
+}
+
+/// `used / limit`, infinite for a zero limit.
+fn ratio(used: usize, limit: usize) -> f64 {
+    if limit == 0 {
+        return f64::INFINITY;
+    }
+    used as f64 / limit as f64
 }
 
 /// Token cost of one message: content, tool calls as JSON, and a fixed overhead.

@@ -209,7 +209,71 @@ fn resets_keep_the_prompt_and_submissions() {
 #[test]
 fn for_model_uses_the_table_and_exact_counts() {
     let w = ContextWindow::for_model("task", "gpt-4o", RunKind::System);
-    assert_eq!(w.budget(), 24_000);
+    assert_eq!((w.budget(), w.history_cap()), (128_000, Some(24_000)));
+    let w = ContextWindow::for_model("task", "claude-opus-4-6", RunKind::User);
+    assert_eq!((w.budget(), w.history_cap()), (1_000_000, Some(64_000)));
+}
+
+/// A window as the agent builds it on a 1M-token model: a budget near the whole context, the
+/// seed's cap on the history, and a system prompt that the cap does not count.
+fn capped(cap: usize) -> ContextWindow {
+    let mut w = window(997_000).with_history_cap(cap);
+    w.set_system_prompt("You analyse a project.\n\n".to_string() + &"memory line\n".repeat(2_000));
+    w
+}
+
+#[test]
+fn the_history_cap_sets_the_levels_when_it_is_tighter_than_the_budget() {
+    let mut w = capped(10_000);
+    push_round(&mut w, 1, "search_project_code", 3000);
+    // Far below both limits: nothing happens.
+    assert_eq!(w.compact().level, CompactionLevel::None);
+    for n in 2..=6 {
+        push_round(&mut w, n, "search_project_code", 5000);
+    }
+    // ~1 % of the budget, but ~70 % of the cap: L1 runs.
+    assert!(w.usage_tokens() * 50 < w.budget());
+    let ratio = w.history_tokens() as f64 / 10_000.0;
+    assert!((0.6..0.8).contains(&ratio), "{ratio}");
+    let r = w.compact();
+    // Rounds 1 and 2 are older than the last four; both results are over 2,000 chars.
+    assert_eq!((r.level, r.truncated), (CompactionLevel::L1, 2));
+    for n in 7..=9 {
+        push_round(&mut w, n, "search_project_code", 4400);
+    }
+    let ratio = w.history_tokens() as f64 / 10_000.0;
+    assert!((0.8..0.95).contains(&ratio), "{ratio}");
+    assert_eq!(w.usage_ratio(), ratio);
+    let r = w.compact();
+    assert_eq!(r.level, CompactionLevel::L2);
+    assert_eq!(r.history_tokens_after, w.history_tokens());
+    assert!(w.history_tokens() <= 10_000 && !r.over_budget, "{r:?}");
+    // The system prompt (~6k tokens) is outside the cap: the history alone is limited.
+    assert!(w.usage_tokens() > w.history_tokens() + 5_000);
+    assert_rounds_whole(w.messages());
+}
+
+#[test]
+fn l3_brings_the_history_under_its_cap() {
+    let mut w = capped(6_000);
+    for n in 1..=9 {
+        push_round(&mut w, n, "search_project_code", 6000);
+    }
+    let r = w.compact();
+    assert_eq!(r.level, CompactionLevel::L3);
+    assert!(w.history_tokens() <= 6_000 && !r.over_budget, "{r:?}");
+    assert_eq!(w.messages()[0].content, "Analyse the networking dimension.");
+    assert_rounds_whole(w.messages());
+}
+
+#[test]
+fn without_a_cap_the_same_history_is_left_alone() {
+    let mut w = window(997_000);
+    for n in 1..=9 {
+        push_round(&mut w, n, "search_project_code", 6000);
+    }
+    assert_eq!(w.compact().level, CompactionLevel::None);
+    assert_eq!(w.history_cap(), None);
 }
 
 /// Checks the structural invariants of a history.
