@@ -14,7 +14,9 @@
 //! - **predicate**: the first verb (a small lexicon of codebase verbs, not after a
 //!   determiner, base form at the start of an imperative) and what follows it, up to a scope
 //!   preposition (`in`, `for`, `on`, `within`…);
-//! - **subject**: the words before the verb plus the scope phrase ("in the Payment module");
+//! - **subject**: the words before the verb, or, for an imperative, the scope phrase
+//!   ("Never use A in the Payment module"); after a subject the scope belongs to the
+//!   predicate, so "Billing depends on Ledger" is not "Ledger depends on Billing";
 //! - light verbs (`use`, `adopt`, `employ`) and filler words carry no claim and are dropped;
 //!   words are lower-cased and Snowball-stemmed, so "uses"/"use"/"using" agree;
 //! - an alternative ("B instead of A", "rather than A", "switched/migrated/moved from A to
@@ -61,13 +63,6 @@ pub fn contradicts(old: &str, new: &str) -> bool {
     })
 }
 
-/// True when the text states something negatively (any negation cue).
-pub fn is_negated(text: &str) -> bool {
-    let lower = text.to_lowercase();
-    ZH_NEGATIONS.iter().any(|(cue, _)| lower.contains(cue))
-        || EN_NEGATIONS.iter().any(|n| contains_seq(&words(&lower), n))
-}
-
 /// The claims of every clause of `text`.
 pub fn claims(text: &str) -> Vec<Claim> {
     let lower = text.to_lowercase();
@@ -105,10 +100,17 @@ const EN_NEGATIONS: &[&str] = &[
     "mustn't",
     "can't",
     "cannot",
-    "stopped using",
     "no more",
-    "avoid",
-    "avoids",
+];
+
+/// Negation cues that hold a verb, and the verb they leave behind: "stopped using A" and
+/// "avoid A" claim the same as "do not use A".
+const EN_NEGATING_VERBS: &[(&str, &str)] = &[
+    ("stopped using", "use"),
+    ("stop using", "use"),
+    ("avoid", "use"),
+    ("avoids", "use"),
+    ("avoided", "use"),
 ];
 
 /// Chinese negation cues and what is left of each once the negation is cut out (a cue like
@@ -318,7 +320,7 @@ const VERBS: &[&str] = &[
     "be",
 ];
 
-/// Prepositions that open a scope phrase, which belongs to the subject.
+/// Prepositions that open a scope phrase (see the module docs for where it belongs).
 const SCOPE: &[&str] = &[
     "in",
     "inside",
@@ -356,19 +358,22 @@ fn words(lower: &str) -> Vec<String> {
         .collect()
 }
 
-fn contains_seq(words: &[String], cue: &str) -> bool {
-    let cue: Vec<&str> = cue.split(' ').collect();
-    words
-        .windows(cue.len())
-        .any(|w| w.iter().zip(&cue).all(|(a, b)| a == b))
-}
-
 /// Removes every negation cue from `words`; returns the rest and whether one was found.
 fn strip_negation(words: Vec<String>) -> (Vec<String>, bool) {
     let mut out = Vec::with_capacity(words.len());
     let mut negated = false;
     let mut i = 0;
     'outer: while i < words.len() {
+        for (cue, verb) in EN_NEGATING_VERBS {
+            let cue: Vec<&str> = cue.split(' ').collect();
+            let end = i + cue.len();
+            if end <= words.len() && words[i..end].iter().zip(&cue).all(|(a, b)| a == b) {
+                negated = true;
+                out.push(verb.to_string());
+                i = end;
+                continue 'outer;
+            }
+        }
         for cue in EN_NEGATIONS {
             let cue: Vec<&str> = cue.split(' ').collect();
             let end = i + cue.len();
@@ -459,10 +464,18 @@ fn english_claims(clause: &str) -> Vec<Claim> {
         .position(|w| SCOPE.contains(&w.as_str()))
         .unwrap_or(rest.len());
     let (predicate_words, scope_words) = rest.split_at(scope);
-    let subject: BTreeSet<String> = content(subject_words)
-        .into_iter()
-        .chain(content(scope_words))
-        .collect();
+    // The scope names the subject only when nothing precedes the verb ("Never use A in X"
+    // is about X); otherwise it is the verb's complement, so "Billing depends on Ledger"
+    // and "Ledger does not depend on Billing" stay two claims.
+    let mut subject = content(subject_words);
+    let mut predicate = content(predicate_words);
+    let mut complement = BTreeSet::new();
+    if subject.is_empty() {
+        subject = content(scope_words);
+    } else {
+        complement = content(scope_words);
+        predicate.extend(complement.iter().cloned());
+    }
     let polarity = if negated {
         Polarity::Negated
     } else {
@@ -470,18 +483,19 @@ fn english_claims(clause: &str) -> Vec<Claim> {
     };
     let main = Claim {
         subject: subject.clone(),
-        predicate: content(predicate_words),
+        predicate,
         polarity,
     };
     let mut out = vec![main];
     if let Some(alt) = alternative {
-        // the verb stays, its object becomes the alternative
+        // the verb and its complement stay, its object becomes the alternative
         let verb_words = verb_phrase(predicate_words, verb.is_some());
         out.push(Claim {
             subject,
             predicate: content(verb_words)
                 .into_iter()
                 .chain(content(&alt))
+                .chain(complement)
                 .collect(),
             polarity: match polarity {
                 Polarity::Affirmed => Polarity::Negated,

@@ -99,8 +99,32 @@ fn contradiction_needs_same_claim_and_opposite_polarity() {
 
 #[test]
 fn negation_cues_are_words_not_substrings() {
-    assert!(is_negated("We do not squash merges"));
-    assert!(is_negated("禁止在主线程做网络请求"));
-    assert!(!is_negated("The notifier sends nothing on weekends"));
-    assert!(!is_negated("The job removes stale caches"));
+    let polarity = |t: &str| claims(t)[0].polarity;
+    assert_eq!(polarity("We do not squash merges"), Polarity::Negated);
+    assert_eq!(polarity("禁止在主线程做网络请求"), Polarity::Negated);
+    assert_eq!(
+        polarity("The frontend stopped using Redux"),
+        Polarity::Negated
+    );
+    assert_eq!(
+        polarity("The notifier sends nothing on weekends"),
+        Polarity::Affirmed
+    );
+    assert_eq!(polarity("The job removes stale caches"), Polarity::Affirmed);
+}
+
+#[test]
+fn a_relation_keeps_its_direction() {
+    assert!(!contradicts(
+        "The Billing module depends on the Ledger module",
+        "The Ledger module does not depend on the Billing module"
+    ));
+    assert!(contradicts(
+        "The Billing module depends on the Ledger module",
+        "The Billing module no longer depends on the Ledger module"
+    ));
+    assert!(contradicts(
+        "The Payment module uses singletons",
+        "Never use singletons in the Payment module"
+    ));
 }
