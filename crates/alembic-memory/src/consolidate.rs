@@ -1,8 +1,8 @@
 //! [`MemoryConsolidator`]: folds new candidate memories into the store.
 //!
-//! Phase 1, conflict pre-resolution: a candidate that states the opposite of an existing
-//! memory of the same type and scope (negation cue on one side only, same topic; see
-//! [`crate::text::contradicts`]) **replaces** it.
+//! Phase 1, conflict pre-resolution: a candidate that denies a claim of an existing memory
+//! of the same type and scope (same subject and predicate, opposite polarity; see
+//! [`claim`]) **replaces** it. Sharing words is not enough.
 //! Phase 2, similarity (bigram Jaccard + containment, [`crate::text::similarity`]) against
 //! the best existing match: ≥ 0.85 UPDATE (metadata only), ≥ 0.60 MERGE, else ADD; a
 //! candidate shorter than 5 characters is skipped.
@@ -21,7 +21,11 @@ use crate::error::MemoryError;
 use crate::model::{Memory, NewMemory};
 use crate::rows;
 use crate::store::PersistentMemory;
-use crate::text::{contradicts, fts_query, similarity};
+use crate::text::{fts_query, similarity};
+
+pub mod claim;
+
+use claim::contradicts;
 
 /// What consolidation did with one candidate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,3 +1,4 @@
+mod conflicts;
 mod consolidation;
 mod embeddings;
 mod retrieval;
