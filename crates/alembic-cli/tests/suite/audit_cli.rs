@@ -102,7 +102,7 @@ fn tail_without_a_log_says_what_to_do() {
 
 #[test]
 fn verify_json_reports_a_truncated_log_and_fails() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = super::project_dir();
     let p = dir.path();
     for _ in 0..3 {
         alembic(p)
