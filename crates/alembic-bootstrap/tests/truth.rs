@@ -196,7 +196,8 @@ async fn bootstrap_of_this_repository_cites_only_code() {
         .unwrap();
     eprintln!("{} candidates on this repository:", report.candidates.len());
     for c in &report.candidates {
-        eprintln!("  [{}] {}", c.dimension, c.title);
+        let cited: Vec<String> = c.evidence.iter().map(ToString::to_string).collect();
+        eprintln!("  [{}] {}: {}", c.dimension, c.title, cited.join(" "));
     }
     let mut wrong = Vec::new();
     for c in &report.candidates {

@@ -139,6 +139,7 @@ pub fn is_test_path(path: &str) -> bool {
         || name.ends_with("_test.go")
         || name.ends_with("_test.py")
         || name.ends_with("_tests.rs")
+        || name == "tests.rs"
         || name.contains(".test.")
         || name.contains(".spec.")
         || name.ends_with("tests.swift")
@@ -157,6 +158,7 @@ mod tests {
             ("src/lib.rs", FileRole::Source),
             ("crates/x/tests/all.rs", FileRole::Test),
             ("src/api.test.ts", FileRole::Test),
+            ("src/mask/tests.rs", FileRole::Test),
             ("pkg/x_test.go", FileRole::Test),
             ("crates/x/tests/fixtures/a.ts", FileRole::Fixture),
             ("tests/fixtures/x_test.go", FileRole::Fixture),

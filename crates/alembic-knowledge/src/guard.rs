@@ -307,7 +307,7 @@ fn entry_rule(e: &Entry, n: usize, g: &serde_json::Value) -> Option<Result<Rule,
 }
 
 /// What a rules file may hold, for error messages.
-const ACCEPTED: &str = "a rules file holds `disabled = [\"<rule id>\", ...]` and [[rule]] tables with id, description, languages, pattern, severity (error, warning or info), and optionally literal and fix";
+const ACCEPTED: &str = "a rules file holds `disabled = [\"<rule id>\", ...]` and [[rule]] tables with id, description, languages, pattern, severity (error, warning or info), and optionally literal, fix and scope (code, literals or raw)";
 
 fn parse_file(text: &str, origin: &str) -> Result<RuleFile, KnowledgeError> {
     toml::from_str(text).map_err(|e| KnowledgeError::RuleFile {
