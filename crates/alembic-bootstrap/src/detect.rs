@@ -87,13 +87,28 @@ const FRAMEWORKS: &[(&str, &[&str], &[&str])] = &[
     ("tokio", &["tokio ="], &[]),
 ];
 
-fn frameworks_in(text: &str, manifest: bool, found: &mut std::collections::BTreeSet<String>) {
+fn frameworks_in(f: &SourceFile, manifest: bool, found: &mut std::collections::BTreeSet<String>) {
     for (fw, manifest_words, imports) in FRAMEWORKS {
-        let words = if manifest { manifest_words } else { imports };
-        if words.iter().any(|w| text.contains(w)) {
+        let named = if manifest {
+            manifest_words.iter().any(|w| f.text.contains(w))
+        } else {
+            imports.iter().any(|w| imports_in(f, w))
+        };
+        if named {
             found.insert((*fw).to_string());
         }
     }
+}
+
+/// Whether a line of `f` is the import `marker` (`from 'react'`, `import SwiftUI`): the
+/// marker is on the line outside comments, and its keyword is code, not a string that
+/// holds the marker (a table of import markers like this file's).
+fn imports_in(f: &SourceFile, marker: &str) -> bool {
+    let keyword = marker.split_whitespace().next().unwrap_or(marker);
+    f.no_comments
+        .lines()
+        .zip(f.code.lines())
+        .any(|(text, code)| text.contains(marker) && code.contains(keyword))
 }
 
 /// Builds the profile from the scanned files (sources and manifests).
@@ -116,7 +131,7 @@ pub fn detect(files: &[SourceFile]) -> ProjectProfile {
             *counts.entry(lang.to_string()).or_default() += 1;
         }
         if manifest.is_some() || f.language.is_some() {
-            frameworks_in(&f.text, manifest.is_some(), &mut frameworks);
+            frameworks_in(f, manifest.is_some(), &mut frameworks);
         }
     }
     let total: usize = counts.values().sum();

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use alembic_code::role::{self, FileRole};
 use alembic_code::{CodeService, ProjectGraph};
 use alembic_safety::PathGuard;
 use regex::Regex;
@@ -23,14 +24,50 @@ pub struct SourceFile {
     pub path: String,
     /// `None` for manifests.
     pub language: Option<&'static str>,
+    /// The file as written: for quoting a line and for rules about comments.
     pub text: String,
+    /// `text` with comments and literals blanked (`alembic_code::mask`; same lines and
+    /// offsets): every pattern about the project's code matches this.
+    pub code: String,
+    /// `text` with only comments blanked: for rules about literal values (secrets).
+    pub no_comments: String,
     /// Whether the file is a test file (by path or name).
     pub is_test: bool,
 }
 
 impl SourceFile {
+    /// A scanned file; a source (with a `language`) is masked here, once.
+    pub fn new(path: String, language: Option<&'static str>, text: String, is_test: bool) -> Self {
+        let (code, no_comments) = if language.is_some() {
+            let lang = alembic_code::Lang::detect(Path::new(&path), &text);
+            (
+                alembic_code::mask::code_only(lang, &text),
+                alembic_code::mask::without_comments(lang, &text),
+            )
+        } else {
+            (text.clone(), text.clone())
+        };
+        SourceFile {
+            path,
+            language,
+            text,
+            code,
+            no_comments,
+            is_test,
+        }
+    }
+
     pub fn line_count(&self) -> usize {
         self.text.lines().count()
+    }
+
+    /// The first line (1-based) that holds code, for evidence about the whole file; 1 when
+    /// the file has none.
+    pub fn first_code_line(&self) -> usize {
+        self.code
+            .lines()
+            .position(|l| !l.trim().is_empty())
+            .map_or(1, |i| i + 1)
     }
 }
 
@@ -57,6 +94,9 @@ pub struct Facts {
     pub profile: ProjectProfile,
     /// The guard audit over the non-test sources (after the topology).
     pub guard: GuardAudit,
+    /// Files not read as the project's code: fixtures, examples, vendored and generated
+    /// code (path and role), in path order.
+    pub set_aside: Vec<(String, FileRole)>,
 }
 
 /// The agent guideline files of the project (AGENTS.md, CLAUDE.md, Cursor and Copilot rules)
@@ -69,12 +109,7 @@ fn guideline_files(root: &Path, guard: &PathGuard) -> Vec<SourceFile> {
                 .metadata(&path)
                 .is_ok_and(|m| m.size <= MAX_FILE_BYTES);
             let text = guard.read_to_string(&path).ok().filter(|_| small)?;
-            Some(SourceFile {
-                language: None,
-                is_test: false,
-                path,
-                text,
-            })
+            Some(SourceFile::new(path, None, text, false))
         })
         .collect()
 }
@@ -103,24 +138,7 @@ fn wanted(rel: &str) -> bool {
 }
 
 /// Whether `path` is a test file by the usual layouts of the supported languages.
-pub fn is_test_path(path: &str) -> bool {
-    let lower = path.to_ascii_lowercase();
-    let name = lower.rsplit('/').next().unwrap_or(&lower);
-    let in_test_dir = lower.split('/').rev().skip(1).any(|d| {
-        matches!(d, "tests" | "test" | "__tests__" | "spec" | "specs") || d.ends_with("tests")
-    });
-    in_test_dir
-        || name.starts_with("test_")
-        || name.ends_with("_test.go")
-        || name.ends_with("_test.py")
-        || name.ends_with("_tests.rs")
-        || name.contains(".test.")
-        || name.contains(".spec.")
-        || name.ends_with("tests.swift")
-        || name.ends_with("test.java")
-        || name.ends_with("test.kt")
-        || name.ends_with("tests.cs")
-}
+pub use alembic_code::role::is_test_path;
 
 impl Facts {
     /// Scans `root` (honouring .gitignore and .alembicignore), refreshes the code index and
@@ -133,6 +151,7 @@ impl Facts {
         let guard = PathGuard::new(root).map_err(|e| BootstrapError::NoProject(e.to_string()))?;
         let found = alembic_code::walk::walk_files(root, &wanted);
         let mut files = Vec::new();
+        let mut set_aside = Vec::new();
         for f in found.into_iter().filter(|f| f.size <= MAX_FILE_BYTES) {
             if max_files.is_some_and(|m| files.len() >= m) {
                 break;
@@ -141,12 +160,20 @@ impl Facts {
             let Ok(text) = guard.read_to_string(&f.rel) else {
                 continue; // not UTF-8 (or gone): not a source we can cite
             };
-            files.push(SourceFile {
-                language: detect::language_of(&f.rel),
-                is_test: is_test_path(&f.rel),
-                path: f.rel,
+            // Fixtures, examples, vendored and generated code never stand for the
+            // project's conventions: they are not facts at all.
+            let role = role::classify(&f.rel, &text);
+            if !role.is_project_code() {
+                set_aside.push((f.rel, role));
+                continue;
+            }
+            let language = detect::language_of(&f.rel);
+            files.push(SourceFile::new(
+                f.rel,
+                language,
                 text,
-            });
+                role == FileRole::Test,
+            ));
         }
         files.extend(guideline_files(root, &guard));
         files.sort_by(|a, b| a.path.cmp(&b.path));
@@ -159,6 +186,7 @@ impl Facts {
             graph,
             profile,
             guard,
+            set_aside,
         })
     }
 
@@ -174,7 +202,8 @@ impl Facts {
             .map(|i| &self.files[i])
     }
 
-    /// Every line of a non-test source in `languages` (all when empty) matching `re`.
+    /// Every code line (comments and literals blanked) of a non-test source in `languages`
+    /// (all when empty) matching `re`.
     pub fn matches(&self, re: &Regex, languages: &[&str]) -> Vec<Evidence> {
         let mut out = Vec::new();
         for f in self.sources().filter(|f| !f.is_test) {
@@ -182,7 +211,7 @@ impl Facts {
             if !languages.is_empty() && !languages.contains(&lang) {
                 continue;
             }
-            for (i, line) in f.text.lines().enumerate() {
+            for (i, line) in f.code.lines().enumerate() {
                 if re.is_match(line) {
                     out.push(Evidence {
                         file: f.path.clone(),
@@ -194,10 +223,10 @@ impl Facts {
         out
     }
 
-    /// The first line of `file` matching `re`, if any.
+    /// The first code line of `file` matching `re`, if any.
     pub fn first_match(&self, file: &str, re: &Regex) -> Option<Evidence> {
         let f = self.file(file)?;
-        f.text
+        f.code
             .lines()
             .position(|l| re.is_match(l))
             .map(|i| Evidence {

@@ -45,7 +45,7 @@ const PLANTED: &[(&str, &str)] = &[
     ),
     (
         "src/auth.rs",
-        "pub fn header(token: &str) -> String {\n    format!(\"Bearer {token}\")\n}\n\npub fn client() -> String {\n    let api_key = \"sk-live-0123456789abcdef\";\n    api_key.to_string()\n}\n\npub fn raw(p: *const u8) -> u8 {\n    unsafe { *p }\n}\n",
+        "pub fn header(token: &str) -> (String, String) {\n    (http::header::AUTHORIZATION.to_string(), format!(\"Bearer {token}\"))\n}\n\npub fn client() -> String {\n    let api_key = \"sk-live-0123456789abcdef\";\n    api_key.to_string()\n}\n\npub fn raw(p: *const u8) -> u8 {\n    unsafe { *p }\n}\n",
     ),
     (
         "App/LoginView.swift",
@@ -77,7 +77,11 @@ const EXPECTED: &[(&str, &str, &str)] = &[
         "Guard rule hardcoded-secret",
         "let api_key",
     ),
-    ("security-auth", "Security: authentication tokens", "Bearer"),
+    (
+        "security-auth",
+        "Security: authentication tokens",
+        "AUTHORIZATION",
+    ),
     ("security-auth", "Security: unsafe Rust", "unsafe { *p }"),
     ("data-event-flow", "Data flow: channels", "mpsc::channel"),
     (

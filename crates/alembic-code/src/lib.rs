@@ -13,6 +13,9 @@
 //!   and by `scope::Name` when several types share it ([`merge`]); lookups by simple name
 //!   list the candidates. [`ProjectGraph::update`] applies changed files incrementally and
 //!   gives the same graph as a full build.
+//! - [`mask`] blanks comments and string literals (from the syntax tree) so line matchers
+//!   see only code.
+//! - [`role`] classifies a file as source, test, fixture, example, vendored or generated.
 //! - [`search`], [`files`] and [`semantic`] back the project-access tools; every file read
 //!   goes through `alembic_safety::PathGuard`.
 //! - [`focus`] finds the few summaries a type query needs through the index's declaration
@@ -39,7 +42,9 @@ mod focus_calls;
 pub mod graph;
 pub mod index;
 pub mod language;
+pub mod mask;
 pub mod merge;
+pub mod role;
 pub mod search;
 pub mod semantic;
 pub mod service;

@@ -14,6 +14,9 @@ use crate::error::KnowledgeError;
 use crate::model::{Entry, Kind, Status};
 use crate::store::KnowledgeStore;
 
+mod views;
+pub use views::{FileViews, Scope};
+
 /// The built-in rules file, compiled into the binary.
 pub const BUILTIN_RULES: &str = include_str!("../data/guard_rules.toml");
 /// Project rule file, relative to the project root.
@@ -56,6 +59,10 @@ pub struct RuleSpec {
     pub severity: Severity,
     #[serde(default)]
     pub fix: Option<String>,
+    /// Which text of a file the rule reads when the whole file is checked
+    /// ([`GuardRules::check_views`]); `code` unless the rule says otherwise.
+    #[serde(default)]
+    pub scope: Scope,
     /// `built-in`, `project` or `knowledge` (a published rule entry); set by the loader.
     #[serde(default, skip_deserializing)]
     pub source: String,
@@ -239,7 +246,10 @@ impl GuardRules {
             .collect()
     }
 
-    /// Checks `code` written in `language`, line by line, skipping comment lines.
+    /// Checks `code` written in `language`, line by line, skipping comment lines. This is
+    /// the path for a snippet without its file (the `guard_check` tool): a line test, so a
+    /// block comment whose lines do not start with `*` is read as code. A whole file goes
+    /// through [`GuardRules::check_views`] (the bootstrap's guard audit does).
     pub fn check(&self, code: &str, language: &str) -> Vec<Violation> {
         let rules = self.for_language(Some(language));
         let mut out = Vec::new();
@@ -290,13 +300,14 @@ fn entry_rule(e: &Entry, n: usize, g: &serde_json::Value) -> Option<Result<Rule,
             .get("doClause")
             .and_then(|v| v.as_str())
             .map(str::to_string),
+        scope: Scope::Code,
         source: "knowledge".to_string(),
     };
     Some(Rule::compile(spec))
 }
 
 /// What a rules file may hold, for error messages.
-const ACCEPTED: &str = "a rules file holds `disabled = [\"<rule id>\", ...]` and [[rule]] tables with id, description, languages, pattern, severity (error, warning or info), and optionally literal and fix";
+const ACCEPTED: &str = "a rules file holds `disabled = [\"<rule id>\", ...]` and [[rule]] tables with id, description, languages, pattern, severity (error, warning or info), and optionally literal, fix and scope (code, literals or raw)";
 
 fn parse_file(text: &str, origin: &str) -> Result<RuleFile, KnowledgeError> {
     toml::from_str(text).map_err(|e| KnowledgeError::RuleFile {

@@ -50,7 +50,7 @@ pub use backend::{HistoryRow, ImportReport, KnowledgeBackend, KnowledgeExport, M
 pub use error::KnowledgeError;
 pub use evolution::Proposal;
 pub use graph::{Impact, Impacted, Neighbour, Neighbours, Stats};
-pub use guard::{GuardRules, Severity, Violation};
+pub use guard::{FileViews, GuardRules, Scope, Severity, Violation};
 pub use model::{Edge, Entry, Kind, NewEntry, RELATIONS, Status, Transition};
 pub use quality::{Quality, Validation};
 pub use store::{Clock, Filter, Hit, KnowledgeStore, Usage};

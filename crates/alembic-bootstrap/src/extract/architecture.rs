@@ -17,14 +17,14 @@ pub fn extract(facts: &Facts) -> Vec<Finding> {
     out
 }
 
-/// Line 1 of the first scanned file of `module` (a module is a directory).
+/// The first code line of the first scanned file of `module` (a module is a directory).
 fn module_evidence(facts: &Facts, module: &str) -> Option<Evidence> {
     facts
         .sources()
         .find(|f| alembic_code::topology::module_of(&f.path) == module)
         .map(|f| Evidence {
             file: f.path.clone(),
-            line: 1,
+            line: f.first_code_line(),
         })
 }
 
@@ -123,9 +123,9 @@ fn entry_points(facts: &Facts) -> Option<Finding> {
             continue;
         }
         let e = facts.first_match(&ep.file, &re).or_else(|| {
-            facts.file(&ep.file).map(|_| Evidence {
+            facts.file(&ep.file).map(|f| Evidence {
                 file: ep.file.clone(),
-                line: 1,
+                line: f.first_code_line(),
             })
         });
         if let Some(e) = e {

@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use alembic_knowledge::guard::{GuardRules, PROJECT_RULES_PATH, Severity, language_of};
+use alembic_knowledge::guard::{FileViews, GuardRules, PROJECT_RULES_PATH, Severity, language_of};
 
 use super::{EVIDENCE_SHOWN, Finding, detail, importance};
 use crate::error::BootstrapError;
@@ -60,7 +60,13 @@ pub fn audit(root: &Path, files: &[SourceFile]) -> Result<GuardAudit, BootstrapE
             continue;
         }
         files_checked += 1;
-        for v in rules.check(&f.text, language) {
+        // The whole file: each rule reads code only, or the view its scope names.
+        let views = FileViews {
+            raw: &f.text,
+            no_comments: &f.no_comments,
+            code: &f.code,
+        };
+        for v in rules.check_views(views, language) {
             by_rule.entry(v.rule_id).or_default().push(Evidence {
                 file: f.path.clone(),
                 line: v.line as usize,

@@ -121,11 +121,11 @@ fn function_naming(facts: &Facts) -> Vec<Finding> {
 }
 
 fn file_sizes(facts: &Facts) -> Option<Finding> {
-    let mut sizes: Vec<(usize, &str)> = facts
+    let mut sizes: Vec<(usize, &str, usize)> = facts
         .sources()
         .filter(|f| !f.is_test)
-        .map(|f| (f.line_count(), f.path.as_str()))
-        .filter(|(n, _)| *n > 0)
+        .map(|f| (f.line_count(), f.path.as_str(), f.first_code_line()))
+        .filter(|(n, _, _)| *n > 0)
         .collect();
     if sizes.len() < 3 {
         return None;
@@ -134,7 +134,7 @@ fn file_sizes(facts: &Facts) -> Option<Finding> {
     let at = |q: f64| sizes[((sizes.len() - 1) as f64 * q).round() as usize].0;
     let (median, p90) = (at(0.5), at(0.9));
     let max = sizes[sizes.len() - 1];
-    let over = sizes.iter().filter(|(n, _)| *n > 600).count();
+    let over = sizes.iter().filter(|(n, _, _)| *n > 600).count();
     let summary = format!(
         "{} source files: median {median} lines, 90th percentile {p90}, largest {} ({} lines); {over} files exceed 600 lines.",
         sizes.len(),
@@ -145,9 +145,9 @@ fn file_sizes(facts: &Facts) -> Option<Finding> {
         .iter()
         .rev()
         .take(3)
-        .map(|(_, p)| Evidence {
+        .map(|(_, p, line)| Evidence {
             file: p.to_string(),
-            line: 1,
+            line: *line,
         })
         .collect();
     Some(make(

@@ -56,7 +56,7 @@ pub fn extract(facts: &Facts) -> Vec<Finding> {
         .iter()
         .filter(|f| !f.is_test)
         .filter_map(|f| {
-            f.text
+            f.code
                 .lines()
                 .position(|l| l.trim_start().starts_with("#[cfg(test)]"))
                 .map(|i| Evidence {
@@ -71,7 +71,7 @@ pub fn extract(facts: &Facts) -> Vec<Finding> {
             .iter()
             .map(|f| Evidence {
                 file: f.path.clone(),
-                line: 1,
+                line: f.first_code_line(),
             })
             .collect();
         evidence.extend(inline.iter().cloned());
@@ -112,7 +112,7 @@ fn test_frameworks(facts: &Facts) -> Vec<Finding> {
             .sources()
             .filter(|f| s.languages.contains(&f.language.unwrap_or_default()))
             .flat_map(|f| {
-                f.text
+                f.code
                     .lines()
                     .enumerate()
                     .filter(|(_, l)| re.is_match(l))

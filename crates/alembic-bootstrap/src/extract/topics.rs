@@ -71,7 +71,9 @@ const SECURITY_AUTH: &[Signal] = &[
         title: "Security: authentication tokens and sessions",
         what: "bearer/access/refresh token or session handling",
         languages: &[],
-        pattern: r"(?i)\b(bearer\s|access_?token|refresh_?token|authorization\s*[:=]|jwt\b|oauth)",
+        // Matched on code (literals blanked): the header name or a token identifier, not
+        // the text of a header value.
+        pattern: r"(?i)\b(bearer_?auth|bearer\b|access_?token|refresh_?token|authorization\b|jwt\b|oauth)",
         min_hits: 1,
     },
     Signal {

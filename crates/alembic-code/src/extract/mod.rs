@@ -48,7 +48,16 @@ thread_local! {
 
 /// Parses `source` as `lang` and extracts its summary. `path` is stored as given.
 pub fn summarize(path: &str, lang: Lang, source: &str) -> Result<FileSummary, ParseError> {
-    let tree = PARSERS.with(|cell| {
+    let tree = parse(path, lang, source)?;
+    let mut walker = Walker::new(path, lang, source);
+    walker.visit(&mut tree.walk(), 0);
+    Ok(walker.finish())
+}
+
+/// The syntax tree of `source` as `lang`, with this thread's cached parser; `path` names
+/// the file in the error.
+pub(crate) fn parse(path: &str, lang: Lang, source: &str) -> Result<tree_sitter::Tree, ParseError> {
+    PARSERS.with(|cell| {
         let mut parsers = cell.borrow_mut();
         let parser = match parsers.entry(lang) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
@@ -68,10 +77,7 @@ pub fn summarize(path: &str, lang: Lang, source: &str) -> Result<FileSummary, Pa
             .ok_or_else(|| ParseError::NoTree {
                 path: path.to_string(),
             })
-    })?;
-    let mut walker = Walker::new(path, lang, source);
-    walker.visit(&mut tree.walk(), 0);
-    Ok(walker.finish())
+    })
 }
 
 /// What a language's classifier says a node is.
