@@ -138,7 +138,9 @@ async fn busy_connections_at_the_per_ip_cap_refuse_the_next_with_429() {
         loop {
             let request = raw_initialize("POST /mcp HTTP/1.1", "host: localhost\r\n");
             let answer = raw_answer(&addr, &request).await;
-            if answer.starts_with("HTTP/1.1 429") {
+            // Admitted requests open sessions, and past the per-caller session cap they get
+            // that cap's 429: only the connection cap's refusal ends the wait.
+            if answer.starts_with("HTTP/1.1 429") && answer.contains("max_connections_per_ip") {
                 return answer;
             }
             for tcp in held.iter_mut() {
